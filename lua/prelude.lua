@@ -1,0 +1,37 @@
+-- Shared helpers, prepended to every script by the loader (src/scripts.ts): Redis has no `require`.
+
+-- Reads ARGV[index] as a finite number >= 0 (> 0 unless allow_zero), or fails the script with an
+-- error naming the argument. Raising aborts before any write, so bad input never corrupts state.
+local function number_arg(index, name, allow_zero)
+  local value = tonumber(ARGV[index])
+  -- value ~= value rejects NaN; the upper bound rejects +inf.
+  if value == nil or value ~= value or value >= math.huge or value < 0 or (value == 0 and not allow_zero) then
+    error({ err = 'ERR tokenlease: invalid ' .. name .. ' ' .. tostring(ARGV[index]) })
+  end
+  return value
+end
+
+-- The explicit clock (simulator, tests) when ARGV[index] is set, else Redis TIME in ms: gateway
+-- clocks drift, the store's is the one all instances share.
+local explicit_clock = false
+local function now_arg(index)
+  if ARGV[index] == nil or ARGV[index] == '' then
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  explicit_clock = true
+  return number_arg(index, 'now', true)
+end
+
+-- Sets the key's TTL to when its state stops mattering. Redis expires keys by its own clock, so
+-- under an explicit (virtual) clock that may run slower than Redis's, keep keys at least a minute:
+-- otherwise Redis could forget a bucket that virtual time still needs.
+local function expire_in(key, ms)
+  if explicit_clock then ms = math.max(ms, 60000) end
+  redis.call('PEXPIRE', key, ms)
+end
+
+-- Doubles survive a round trip through a Redis string only with 17 significant digits.
+local function fmt(x)
+  return string.format('%.17g', x)
+end

@@ -1,0 +1,34 @@
+-- Token bucket lease acquisition: refill, grant up to `want` tokens (at least `min`, else none),
+-- debit, all in one atomic step. Port of acquire() in src/algorithms/tokenBucket.ts: keep the
+-- arithmetic in the same order so Redis and MemoryStore produce identical doubles.
+--
+-- KEYS[1]  hash  bucket: l = level (tokens, may be negative down to -ahead), t = store time in ms
+-- Returns  { granted, level_before, now } as strings (Lua numbers would be truncated to integers).
+
+local bucket = KEYS[1]
+local rate = number_arg(1, 'rate', false)         -- tokens added per period
+local period = number_arg(2, 'period_ms', false)  -- period in ms
+local burst = number_arg(3, 'burst', false)       -- capacity
+local want = number_arg(4, 'want', false)         -- tokens wanted for the lease
+local min = number_arg(5, 'min', false)           -- fewest tokens worth granting
+local ahead = number_arg(6, 'ahead', true)        -- how far below zero the level may go
+local now = now_arg(7)                            -- ms
+
+local stored = redis.call('HMGET', bucket, 'l', 't')
+local level = burst
+if stored[1] then
+  local elapsed = math.max(0, now - tonumber(stored[2]))
+  level = math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period)
+end
+
+local room = level + ahead
+local granted = 0
+if room >= want then granted = want elseif room >= min then granted = room end
+-- A refusal writes nothing.
+if granted == 0 then return { '0', fmt(level), fmt(now) } end
+
+local next_level = level - granted
+redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
+-- The key expires exactly when the bucket would be full again: then absence means the same thing.
+expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+return { fmt(granted), fmt(level), fmt(now) }

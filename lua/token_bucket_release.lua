@@ -1,0 +1,22 @@
+-- Token bucket lease return: refill, add back unused leased tokens, never above capacity.
+-- Port of release() in src/algorithms/tokenBucket.ts.
+--
+-- KEYS[1]  hash  bucket: l = level (tokens), t = store time in ms
+-- Returns  the level after the return as a string, or false when the bucket had expired (= full).
+
+local bucket = KEYS[1]
+local rate = number_arg(1, 'rate', false)         -- tokens added per period
+local period = number_arg(2, 'period_ms', false)  -- period in ms
+local burst = number_arg(3, 'burst', false)       -- capacity
+local tokens = number_arg(4, 'tokens', true)      -- unused tokens handed back
+local now = now_arg(5)                            -- ms
+
+local stored = redis.call('HMGET', bucket, 'l', 't')
+if not stored[1] then return false end
+
+local elapsed = math.max(0, now - tonumber(stored[2]))
+local level = math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period)
+local next_level = math.min(burst, level + tokens)
+redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
+expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+return fmt(next_level)

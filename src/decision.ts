@@ -1,0 +1,37 @@
+/** The answer to a `consume`. Being over the limit is a value (`allowed: false`), never an exception. */
+export interface Decision {
+  allowed: boolean;
+  /** The policy decided on (for a multi-rule check: the most restrictive one). */
+  policy: string;
+  key: string;
+  /** The policy's limit (a token bucket's burst). */
+  limit: number;
+  /** Best local estimate of what is left for this key across the cluster; >= 0. */
+  remaining: number;
+  /** Milliseconds until the limit is fully replenished. */
+  resetMs: number;
+  /** 0 when allowed; when denied, ms until the same cost can pass; Infinity when it never can. */
+  retryAfterMs: number;
+}
+
+/** One rule of a multi-rule `consume`. */
+export interface Check {
+  policy: string;
+  key: string;
+  /** @default 1 */
+  cost?: number;
+}
+
+/** Of several allowed decisions, the one closest to its limit. */
+export function tightest(decisions: readonly Decision[]): Decision {
+  let best = decisions[0]!;
+  for (const d of decisions) if (d.remaining / d.limit < best.remaining / best.limit) best = d;
+  return best;
+}
+
+/** Of several denied decisions, the one that frees up last. */
+export function latestRetry(decisions: readonly Decision[]): Decision {
+  let best = decisions[0]!;
+  for (const d of decisions) if (d.retryAfterMs > best.retryAfterMs) best = d;
+  return best;
+}

@@ -1,0 +1,59 @@
+/**
+ * Every failure tokenlease reports is a `TokenleaseError` with a stable `code`, so callers can
+ * branch on `err.code` instead of parsing messages. Being over the limit is never an error: it is a
+ * `Decision` with `allowed: false`.
+ */
+export class TokenleaseError extends Error {
+  readonly code: string;
+  /** The option or argument at fault, when there is one (e.g. `policies.per-key.rate`). */
+  readonly field: string | undefined;
+
+  constructor(code: string, message: string, options: { field?: string; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.field = options.field;
+  }
+}
+
+/** Invalid limiter or policy configuration. Thrown by constructors, eagerly. */
+export class ConfigError extends TokenleaseError {
+  constructor(field: string, message: string) {
+    super('ERR_TOKENLEASE_CONFIG', `Invalid \`${field}\`: ${message}`, { field });
+  }
+}
+
+/** Invalid argument to a call such as `consume` (bad cost, unknown policy, non-string key). */
+export class ArgumentError extends TokenleaseError {
+  constructor(field: string, message: string) {
+    super('ERR_TOKENLEASE_ARGUMENT', `Invalid \`${field}\`: ${message}`, { field });
+  }
+}
+
+/** The store failed or answered something unexpected. The operation may or may not have run. */
+export class StoreError extends TokenleaseError {
+  constructor(message: string, cause?: unknown) {
+    super('ERR_TOKENLEASE_STORE', message, { cause });
+  }
+}
+
+/**
+ * The store did not answer within `timeoutMs`. The script may still have run on the server, so
+ * tokens it would have granted count as possibly taken (they are never re-requested blindly).
+ */
+export class StoreTimeoutError extends TokenleaseError {
+  constructor(timeoutMs: number) {
+    super(
+      'ERR_TOKENLEASE_STORE_TIMEOUT',
+      `Store call exceeded ${timeoutMs} ms; raise \`timeoutMs\` in the RedisStore options if Redis is remote`,
+      { field: 'timeoutMs' },
+    );
+  }
+}
+
+/** The limiter (or store) was used after `close()`. */
+export class ClosedError extends TokenleaseError {
+  constructor(what: string) {
+    super('ERR_TOKENLEASE_CLOSED', `${what} was used after close()`);
+  }
+}

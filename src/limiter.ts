@@ -1,0 +1,435 @@
+import { LRUCache } from 'lru-cache';
+import pLimit, { type LimitFunction } from 'p-limit';
+import { msUntilRoom } from './algorithms/tokenBucket.js';
+import { type Check, type Decision, latestRetry, tightest } from './decision.js';
+import { type Demand, demandPerMs, noteDemand } from './demand.js';
+import { ArgumentError, ClosedError, ConfigError } from './errors.js';
+import * as lease from './lease.js';
+import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
+import { storageKey } from './stores/keys.js';
+import { MemoryStore } from './stores/memoryStore.js';
+import type { Store } from './stores/store.js';
+import { tokenBucketAcquire, tokenBucketRelease } from './stores/tokenBucketOps.js';
+
+export interface LimiterOptions {
+  /** @default new MemoryStore({ now }) */
+  store?: Store;
+  policies: Record<string, PolicyConfig>;
+  /**
+   * Clock in ms for local lease bookkeeping (the store keeps its own). The simulator passes a
+   * virtual one.
+   * @default Date.now
+   */
+  now?: () => number;
+  /**
+   * Most (policy, key) pairs tracked locally; the least recently used is evicted and its unused
+   * tokens handed back.
+   * @default 100_000
+   */
+  maxKeys?: number;
+  /**
+   * Most store calls in flight at once, so a burst of lease misses cannot flood Redis.
+   * @default 32
+   */
+  concurrency?: number;
+  /**
+   * How often expired leases are handed back, in real time; 0 disables the timer (then call
+   * `sweep()` yourself, as the simulator does in virtual time).
+   * @default 500
+   */
+  sweepIntervalMs?: number;
+}
+
+export interface LimiterStats {
+  /** Store calls made (acquisitions and returns). */
+  storeCalls: number;
+  storeErrors: number;
+  leasesGranted: number;
+  tokensLeased: number;
+  tokensReturned: number;
+  /** Decisions answered without waiting on the store. */
+  localDecisions: number;
+  decisions: number;
+  keys: number;
+}
+
+interface Entry {
+  readonly rule: Rule;
+  readonly key: string;
+  readonly storageKey: string;
+  segments: lease.Segment[];
+  /** Local time after which unused tokens are handed back. */
+  expiresAt: number;
+  readonly demand: Demand;
+  lastGrant: number;
+  /** The store refused `deniedCost` tokens until this local time. */
+  deniedUntil: number;
+  deniedCost: number;
+  /** Last known global level after our grant, and when we learned it. */
+  level: number;
+  levelAt: number;
+  inflight: Promise<void> | undefined;
+}
+
+/** A request waiting for tokens gives up after this many acquisitions were taken by its peers. */
+const MAX_ATTEMPTS = 8;
+
+function checkCost(cost: unknown, field: string): number {
+  if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
+    throw new ArgumentError(field, `expected a positive finite number, got ${String(cost)}`);
+  }
+  return cost;
+}
+
+function positiveInteger(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new ConfigError(field, `expected an integer from 1 and up, got ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Decides each request from tokens leased out of a shared store, going to the store only when a
+ * lease runs low or out. See README "How leasing works" for the guarantees.
+ */
+export class Limiter {
+  readonly #store: Store;
+  readonly #rules: Map<string, Rule>;
+  readonly #now: () => number;
+  readonly #gate: LimitFunction;
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #pending = new Set<Promise<unknown>>();
+  readonly #timer: NodeJS.Timeout | undefined;
+  readonly #stats = {
+    storeCalls: 0,
+    storeErrors: 0,
+    leasesGranted: 0,
+    tokensLeased: 0,
+    tokensReturned: 0,
+    localDecisions: 0,
+    decisions: 0,
+  };
+  #closing: Promise<void> | undefined;
+
+  constructor(options: LimiterOptions) {
+    if (typeof options !== 'object' || options === null)
+      throw new ConfigError('options', 'expected an object');
+    if (options.now !== undefined && typeof options.now !== 'function') {
+      throw new ConfigError('now', 'expected a function returning milliseconds');
+    }
+    this.#rules = compilePolicies(options.policies);
+    this.#now = options.now ?? Date.now;
+    this.#store = options.store ?? new MemoryStore({ now: this.#now });
+    if (typeof this.#store.run !== 'function')
+      throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
+    this.#gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
+    this.#entries = new LRUCache<string, Entry>({
+      max: positiveInteger(options.maxKeys ?? 100_000, 'maxKeys'),
+      dispose: (entry) => this.#returnUnused(entry),
+    });
+    const sweepMs = options.sweepIntervalMs ?? 500;
+    if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
+      throw new ConfigError('sweepIntervalMs', `expected a number of ms >= 0, got ${String(sweepMs)}`);
+    }
+    if (sweepMs > 0) this.#timer = setInterval(() => this.sweep(), sweepMs).unref();
+  }
+
+  /** Takes `cost` tokens of `policy` for `key`; resolves to a decision, never rejects for being limited. */
+  consume(policy: string, key: string, cost?: number): Promise<Decision>;
+  /** All-or-nothing across rules: if any is denied, tokens taken by the others are put back. */
+  consume(checks: readonly Check[]): Promise<Decision>;
+  async consume(policyOrChecks: string | readonly Check[], key?: string, cost = 1): Promise<Decision> {
+    if (this.#closing) throw new ClosedError('Limiter');
+    if (typeof policyOrChecks === 'string' || !Array.isArray(policyOrChecks)) {
+      const rule = this.#rule(policyOrChecks, 'policy');
+      return this.#consumeOne(rule, this.#key(key, 'key'), checkCost(cost, 'cost'));
+    }
+    if (policyOrChecks.length === 0) throw new ArgumentError('checks', 'expected at least one check');
+    const checks = policyOrChecks.map((c, i) => {
+      if (typeof c !== 'object' || c === null)
+        throw new ArgumentError(`checks[${i}]`, 'expected { policy, key, cost? }');
+      return {
+        rule: this.#rule(c.policy, `checks[${i}].policy`),
+        key: this.#key(c.key, `checks[${i}].key`),
+        cost: checkCost(c.cost ?? 1, `checks[${i}].cost`),
+      };
+    });
+    const settled = await Promise.allSettled(checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost)));
+    const decisions = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failure = settled.find((s) => s.status === 'rejected');
+    const denied = decisions.filter((d) => !d.allowed);
+    if (failure === undefined && denied.length === 0) return tightest(decisions);
+    const now = this.#now();
+    checks.forEach((c, i) => {
+      const s = settled[i];
+      if (s?.status === 'fulfilled' && s.value.allowed) this.#refund(c.rule, c.key, c.cost, now);
+    });
+    if (failure) throw failure.reason;
+    return latestRetry(denied);
+  }
+
+  /** Hands back leases whose time is up. Runs on a timer unless `sweepIntervalMs` is 0. */
+  sweep(): void {
+    const now = this.#now();
+    for (const [id, entry] of this.#entries.entries()) {
+      if (entry.inflight) continue;
+      if (entry.segments.length > 0 && now >= entry.expiresAt) this.#returnUnused(entry);
+      // An idle entry holds nothing worth keeping once its demand has decayed.
+      if (
+        entry.segments.length === 0 &&
+        now >= entry.deniedUntil &&
+        demandPerMs(entry.demand, now) * 1000 < 0.01
+      ) {
+        this.#entries.delete(id);
+      }
+    }
+  }
+
+  stats(): LimiterStats {
+    return { ...this.#stats, keys: this.#entries.size };
+  }
+
+  /** Hands every unused leased token back and stops. Idempotent; the store is left open. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      clearInterval(this.#timer);
+      await this.#settle();
+      this.#entries.clear(); // dispose returns each entry's unused tokens
+      await this.#settle();
+    })();
+    return this.#closing;
+  }
+
+  async #settle(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  #rule(name: unknown, field: string): Rule {
+    const rule = typeof name === 'string' ? this.#rules.get(name) : undefined;
+    if (!rule) {
+      const known = [...this.#rules.keys()].map((k) => JSON.stringify(k)).join(', ');
+      throw new ArgumentError(field, `unknown policy ${JSON.stringify(name)}; known policies: ${known}`);
+    }
+    return rule;
+  }
+
+  #key(key: unknown, field: string): string {
+    if (typeof key !== 'string') throw new ArgumentError(field, `expected a string, got ${typeof key}`);
+    return key;
+  }
+
+  #entry(rule: Rule, key: string): Entry {
+    const id = storageKey(rule.algorithm, rule.name, key);
+    let entry = this.#entries.get(id);
+    if (!entry) {
+      entry = {
+        rule,
+        key,
+        storageKey: id,
+        segments: [],
+        expiresAt: 0,
+        demand: { sum: 0, at: this.#now() },
+        lastGrant: 0,
+        deniedUntil: 0,
+        deniedCost: 0,
+        level: rule.burst,
+        levelAt: this.#now(),
+        inflight: undefined,
+      };
+      this.#entries.set(id, entry);
+    }
+    return entry;
+  }
+
+  async #consumeOne(rule: Rule, key: string, cost: number): Promise<Decision> {
+    this.#stats.decisions++;
+    const entry = this.#entry(rule, key);
+    noteDemand(entry.demand, this.#now(), cost);
+    if (cost > rule.burst) return this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY);
+    if (rule.exact) return this.#consumeExact(entry, cost);
+    for (let attempt = 0; ; attempt++) {
+      const now = this.#now();
+      if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) this.#returnUnused(entry);
+      if (lease.take(entry.segments, now, cost)) {
+        if (attempt === 0) this.#stats.localDecisions++;
+        this.#refillAhead(entry, now);
+        return this.#allow(entry, now);
+      }
+      // Tokens already reserved for us exist later: the shared bucket is empty until then.
+      const wait = lease.msUntilAvailable(entry.segments, now, cost);
+      if (Number.isFinite(wait)) return this.#local(attempt, this.#deny(entry, now, wait));
+      if (now < entry.deniedUntil && cost >= entry.deniedCost) {
+        return this.#local(attempt, this.#deny(entry, now, entry.deniedUntil - now));
+      }
+      if (attempt === MAX_ATTEMPTS) return this.#deny(entry, now, cost / rule.ratePerMs);
+      await this.#acquire(entry, cost - lease.unused(entry.segments));
+    }
+  }
+
+  /** Exact mode: one store call per decision, nothing held locally but the deny cache. */
+  async #consumeExact(entry: Entry, cost: number): Promise<Decision> {
+    const now = this.#now();
+    if (now < entry.deniedUntil && cost >= entry.deniedCost) {
+      this.#stats.localDecisions++;
+      return this.#deny(entry, now, entry.deniedUntil - now);
+    }
+    const { rule } = entry;
+    const request = {
+      rate: rule.rate,
+      periodMs: rule.periodMs,
+      burst: rule.burst,
+      want: cost,
+      min: cost,
+      ahead: 0,
+    };
+    this.#stats.storeCalls++;
+    const result = await this.#gate(() =>
+      this.#store.run(tokenBucketAcquire, entry.storageKey, request),
+    ).catch((err: unknown) => {
+      this.#stats.storeErrors++;
+      throw err;
+    });
+    const at = this.#now();
+    entry.level = result.levelBefore - result.granted;
+    entry.levelAt = at;
+    if (result.granted > 0) return this.#allow(entry, at);
+    entry.deniedUntil = at + msUntilRoom(result.levelBefore, request);
+    entry.deniedCost = cost;
+    return this.#deny(entry, at, entry.deniedUntil - at);
+  }
+
+  #local(attempt: number, decision: Decision): Decision {
+    if (attempt === 0) this.#stats.localDecisions++;
+    return decision;
+  }
+
+  /** Starts the next lease before this one runs out, so the hot path rarely waits on the store. */
+  #refillAhead(entry: Entry, now: number): void {
+    const { rule } = entry;
+    if (rule.exact || entry.inflight || now < entry.deniedUntil) return;
+    if (lease.unused(entry.segments) > Math.ceil(entry.lastGrant / 4)) return;
+    this.#acquire(entry, 1).catch(() => {});
+  }
+
+  /** Single-flight: concurrent misses for one key share one store call. */
+  #acquire(entry: Entry, min: number): Promise<void> {
+    if (entry.inflight) return entry.inflight;
+    const { rule } = entry;
+    const want = this.#leaseSize(entry, min);
+    const request = {
+      rate: rule.rate,
+      periodMs: rule.periodMs,
+      burst: rule.burst,
+      want,
+      min: Math.min(min, want),
+      ahead: rule.ahead,
+    };
+    this.#stats.storeCalls++;
+    const call = this.#gate(() => this.#store.run(tokenBucketAcquire, entry.storageKey, request))
+      .then((result) => {
+        const now = this.#now();
+        entry.level = result.levelBefore - result.granted;
+        entry.levelAt = now;
+        if (result.granted === 0) {
+          entry.deniedUntil = now + msUntilRoom(result.levelBefore, request);
+          entry.deniedCost = request.min;
+          return;
+        }
+        this.#stats.leasesGranted++;
+        this.#stats.tokensLeased += result.granted;
+        entry.lastGrant = result.granted;
+        entry.deniedUntil = 0;
+        entry.segments.push({
+          at: now,
+          levelBefore: result.levelBefore,
+          size: result.granted,
+          ratePerMs: rule.ratePerMs,
+          used: 0,
+        });
+        entry.expiresAt = lease.fullyCoveredAt(entry.segments) + rule.leaseTtlMs;
+        // Evicted or closed while the call was in flight: nobody will spend these tokens.
+        if (this.#entries.peek(entry.storageKey) !== entry) this.#returnUnused(entry);
+      })
+      .catch((err: unknown) => {
+        this.#stats.storeErrors++;
+        throw err;
+      })
+      .finally(() => {
+        entry.inflight = undefined;
+      });
+    entry.inflight = call;
+    this.#track(call);
+    return call;
+  }
+
+  /**
+   * Lease size: this instance's demand over the horizon, doubling from 1 for a key without history
+   * (slow start), at most `maxLease` (about 10 % of the limit), and never below what is waiting.
+   */
+  #leaseSize(entry: Entry, min: number): number {
+    const { rule } = entry;
+    if (rule.exact) return min;
+    const demand = Math.ceil(demandPerMs(entry.demand, this.#now()) * rule.horizonMs);
+    const slowStart = Math.max(1, entry.lastGrant * 2);
+    return Math.max(min, Math.min(rule.maxLease, slowStart, Math.max(1, demand)));
+  }
+
+  #returnUnused(entry: Entry): void {
+    const tokens = lease.unused(entry.segments);
+    entry.segments = [];
+    if (tokens <= 0) return;
+    const { rule } = entry;
+    this.#stats.storeCalls++;
+    this.#stats.tokensReturned += tokens;
+    const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens };
+    this.#track(
+      this.#gate(() => this.#store.run(tokenBucketRelease, entry.storageKey, request)).catch(() => {
+        this.#stats.storeErrors++;
+      }),
+    );
+  }
+
+  #refund(rule: Rule, key: string, cost: number, now: number): void {
+    const entry = this.#entries.peek(storageKey(rule.algorithm, rule.name, key));
+    if (entry) lease.refund(entry.segments, now, cost);
+  }
+
+  #track(promise: Promise<unknown>): void {
+    const tracked = promise.catch(() => {});
+    this.#pending.add(tracked);
+    tracked.finally(() => this.#pending.delete(tracked));
+  }
+
+  #globalLevel(entry: Entry, now: number): number {
+    const { rule } = entry;
+    return Math.min(rule.burst, entry.level + Math.max(0, now - entry.levelAt) * rule.ratePerMs);
+  }
+
+  #decision(entry: Entry, now: number, allowed: boolean, retryAfterMs: number): Decision {
+    const { rule } = entry;
+    const estimate = this.#globalLevel(entry, now) + lease.available(entry.segments, now);
+    const remaining = Math.max(0, Math.min(rule.burst, Math.floor(estimate)));
+    return {
+      allowed,
+      policy: rule.name,
+      key: entry.key,
+      limit: rule.burst,
+      remaining,
+      resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs),
+      retryAfterMs,
+    };
+  }
+
+  #allow(entry: Entry, now: number): Decision {
+    return this.#decision(entry, now, true, 0);
+  }
+
+  #deny(entry: Entry, now: number, retryAfterMs: number): Decision {
+    return this.#decision(
+      entry,
+      now,
+      false,
+      retryAfterMs === Number.POSITIVE_INFINITY ? retryAfterMs : Math.ceil(retryAfterMs),
+    );
+  }
+}

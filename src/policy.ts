@@ -1,0 +1,150 @@
+import { type Duration, parseDuration } from './duration.js';
+import { ConfigError } from './errors.js';
+
+/** How an instance leases tokens for a policy. */
+export interface LeaseOptions {
+  /**
+   * Largest lease, as a fraction of the burst (the limit).
+   * @default 0.1
+   */
+  maxFraction?: number;
+  /**
+   * How far into the future a lease may reach, as refill time. Leasing tokens that will only exist
+   * later keeps an oversubscribed key from sending every instance to the store for each token.
+   * @default the time to refill a whole burst (`burst / rate * period`)
+   */
+  ahead?: Duration;
+  /**
+   * How long unused leased tokens are kept after the last of them exists, before they are handed back.
+   * @default '2s'
+   */
+  ttl?: Duration;
+  /**
+   * Leases are sized to this much of the instance's recent demand.
+   * @default '500ms'
+   */
+  horizon?: Duration;
+}
+
+export interface TokenBucketPolicy {
+  algorithm: 'token-bucket';
+  /** Tokens added per `period`. */
+  rate: number;
+  /** @default '1s' */
+  period?: Duration;
+  /**
+   * Capacity: the most a quiet client can spend at once. Also the policy's `limit`.
+   * @default rate
+   */
+  burst?: number;
+  /** Lease tuning, or `'exact'` for one store call per decision (lease = the cost). */
+  lease?: LeaseOptions | 'exact';
+}
+
+export type PolicyConfig = TokenBucketPolicy;
+export type Algorithm = PolicyConfig['algorithm'];
+
+/** A validated policy with every default filled in and units in ms. */
+export interface TokenBucketRule {
+  readonly name: string;
+  readonly algorithm: 'token-bucket';
+  readonly rate: number;
+  readonly periodMs: number;
+  readonly burst: number;
+  readonly ratePerMs: number;
+  readonly exact: boolean;
+  readonly maxLease: number;
+  /** Tokens the level may go below zero. */
+  readonly ahead: number;
+  readonly leaseTtlMs: number;
+  readonly horizonMs: number;
+}
+
+export type Rule = TokenBucketRule;
+
+const ALGORITHMS: readonly string[] = ['token-bucket'];
+
+function positive(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ConfigError(field, `expected a positive finite number, got ${String(value)}`);
+  }
+  return value;
+}
+
+function fraction(value: unknown, field: string): number {
+  const n = positive(value, field);
+  if (n > 1) throw new ConfigError(field, `expected a number in (0, 1], got ${n}`);
+  return n;
+}
+
+function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): TokenBucketRule {
+  const rate = positive(raw.rate, `${field}.rate`);
+  const periodMs = parseDuration(raw.period ?? '1s', `${field}.period`);
+  const burst = raw.burst === undefined ? rate : positive(raw.burst, `${field}.burst`);
+  const ratePerMs = rate / periodMs;
+  const lease = raw.lease ?? {};
+  if (lease === 'exact') {
+    return {
+      name,
+      algorithm: 'token-bucket',
+      rate,
+      periodMs,
+      burst,
+      ratePerMs,
+      exact: true,
+      maxLease: 0,
+      ahead: 0,
+      leaseTtlMs: 0,
+      horizonMs: 0,
+    };
+  }
+  if (typeof lease !== 'object' || lease === null) {
+    throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${String(lease)}`);
+  }
+  const maxFraction =
+    lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
+  const aheadMs =
+    lease.ahead === undefined ? burst / ratePerMs : parseDuration(lease.ahead, `${field}.lease.ahead`);
+  return {
+    name,
+    algorithm: 'token-bucket',
+    rate,
+    periodMs,
+    burst,
+    ratePerMs,
+    exact: false,
+    maxLease: Math.max(1, Math.floor(burst * maxFraction)),
+    ahead: aheadMs * ratePerMs,
+    leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
+    horizonMs: parseDuration(lease.horizon ?? '500ms', `${field}.lease.horizon`),
+  };
+}
+
+/** Validates one policy; errors name the field as `policies.<name>.<option>`. */
+export function compilePolicy(name: string, raw: unknown): Rule {
+  const field = `policies.${name}`;
+  if (typeof raw !== 'object' || raw === null) throw new ConfigError(field, 'expected a policy object');
+  const algorithm = (raw as { algorithm?: unknown }).algorithm;
+  switch (algorithm) {
+    case 'token-bucket':
+      return tokenBucket(name, raw as TokenBucketPolicy, field);
+    default:
+      throw new ConfigError(
+        `${field}.algorithm`,
+        `expected one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(algorithm)}`,
+      );
+  }
+}
+
+export function compilePolicies(raw: unknown): Map<string, Rule> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError('policies', 'expected an object mapping policy names to policies');
+  }
+  const rules = new Map<string, Rule>();
+  for (const [name, policy] of Object.entries(raw)) {
+    if (name.length === 0) throw new ConfigError('policies', 'policy names must not be empty');
+    rules.set(name, compilePolicy(name, policy));
+  }
+  if (rules.size === 0) throw new ConfigError('policies', 'expected at least one policy');
+  return rules;
+}

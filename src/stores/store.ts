@@ -1,0 +1,35 @@
+import type { Transition } from '../algorithms/tokenBucket.js';
+
+/**
+ * One atomic operation on the state stored under one key. Each algorithm defines its operations
+ * once: `apply` is the pure semantics (run in-process by `MemoryStore`), `script` names the Lua
+ * port in `lua/` (run by `RedisStore`). A model-based test keeps the two identical.
+ */
+export interface Operation<S, Req, Res> {
+  /** File in `lua/` without `.lua`; its ARGV is `args(req)` followed by the explicit clock or ''. */
+  readonly script: string;
+  apply(state: S | undefined, now: number, req: Req): Transition<S, Res>;
+  args(req: Req): readonly (string | number)[];
+  /** Turns the script's reply into the same value `apply` returns as `result`. */
+  parse(reply: unknown): Res;
+}
+
+/**
+ * Where shared limiter state lives. The contract a store must keep:
+ *
+ * - `run` executes the operation atomically: no other operation on the same key interleaves.
+ * - Time comes from the store (`now` passed to `apply` is the store's clock), so all instances
+ *   agree on it whatever their own clocks say.
+ * - Every key the store writes expires once its state is equivalent to an absent key
+ *   (`Transition.ttlMs`); nothing is kept forever.
+ * - A failed or timed-out `run` rejects with a `TokenleaseError`; it is never retried blindly,
+ *   because the operation may have been applied.
+ *
+ * The limiter calls `run` only on a lease miss, a lease return or a refill-ahead, never per request;
+ * it never calls `run` after `close()`.
+ */
+export interface Store {
+  run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res>;
+  /** Releases connections the store owns. Idempotent. */
+  close(): Promise<void>;
+}

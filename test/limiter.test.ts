@@ -1,0 +1,167 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  ArgumentError,
+  ClosedError,
+  ConfigError,
+  Limiter,
+  MemoryStore,
+  type PolicyConfig,
+} from '../src/index.js';
+
+const bucket = (rate: number, burst = rate, extra: Partial<PolicyConfig> = {}): PolicyConfig => ({
+  algorithm: 'token-bucket',
+  rate,
+  period: '1s',
+  burst,
+  ...extra,
+});
+
+let open: Limiter[] = [];
+function limiter(options: ConstructorParameters<typeof Limiter>[0]): Limiter {
+  const l = new Limiter({ sweepIntervalMs: 0, ...options });
+  open.push(l);
+  return l;
+}
+afterEach(async () => {
+  await Promise.all(open.map((l) => l.close()));
+  open = [];
+});
+
+function clock(start = 1_000_000) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+
+describe('Limiter', () => {
+  it('admits a burst, then denies with the time until one token refills', async () => {
+    const c = clock();
+    const l = limiter({ policies: { p: bucket(10) }, now: c.now });
+    for (let i = 0; i < 10; i++) expect((await l.consume('p', 'k')).allowed, `request ${i}`).toBe(true);
+    const denied = await l.consume('p', 'k');
+    expect(denied).toMatchObject({ allowed: false, policy: 'p', key: 'k', limit: 10, remaining: 0 });
+    expect(denied.retryAfterMs).toBeGreaterThan(0);
+    expect(denied.retryAfterMs).toBeLessThanOrEqual(100);
+    c.advance(denied.retryAfterMs);
+    expect((await l.consume('p', 'k')).allowed, 'after retryAfterMs').toBe(true);
+  });
+
+  it('reports limit, remaining and reset on allowed decisions', async () => {
+    const c = clock();
+    const l = limiter({ policies: { p: bucket(100) }, now: c.now });
+    const d = await l.consume('p', 'k', 5);
+    expect(d).toMatchObject({ allowed: true, limit: 100, retryAfterMs: 0 });
+    expect(d.remaining).toBe(95);
+    expect(d.resetMs).toBe(50);
+  });
+
+  it('denies a cost above the burst with retryAfterMs Infinity', async () => {
+    const l = limiter({ policies: { p: bucket(10) } });
+    const d = await l.consume('p', 'k', 11);
+    expect(d.allowed).toBe(false);
+    expect(d.retryAfterMs).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('never admits more than the burst across instances sharing a store, and close() hands leases back', async () => {
+    const c = clock();
+    const store = new MemoryStore({ now: c.now });
+    const policies = { p: bucket(1, 50, { period: '1d' }) };
+    const instances = Array.from({ length: 5 }, () => limiter({ store, policies, now: c.now }));
+    const round = () =>
+      Promise.all(Array.from({ length: 100 }, (_, i) => instances[i % 5]!.consume('p', 'k'))).then(
+        (ds) => ds.filter((d) => d.allowed).length,
+      );
+    const first = await round();
+    expect(first).toBeLessThanOrEqual(50);
+    await Promise.all(instances.map((l) => l.close()));
+    const fresh = Array.from({ length: 5 }, () => limiter({ store, policies, now: c.now }));
+    instances.splice(0, 5, ...fresh);
+    expect(first + (await round()), 'every leased token came back').toBe(50);
+  });
+
+  it('multi-rule consume is all-or-nothing', async () => {
+    const c = clock();
+    const l = limiter({ policies: { fast: bucket(100), tight: bucket(1, 2, { period: '1h' }) }, now: c.now });
+    const checks = [
+      { policy: 'fast', key: 'k' },
+      { policy: 'tight', key: 'k' },
+    ];
+    expect((await l.consume(checks)).allowed).toBe(true);
+    expect((await l.consume(checks)).allowed).toBe(true);
+    const denied = await l.consume(checks);
+    expect(denied).toMatchObject({ allowed: false, policy: 'tight' });
+    expect((await l.consume('fast', 'k', 98)).allowed, 'the refused check took nothing from `fast`').toBe(
+      true,
+    );
+  });
+
+  it('exact mode goes to the store for every admitted request', async () => {
+    const store = new MemoryStore();
+    const l = limiter({ store, policies: { p: bucket(10, 10, { lease: 'exact' }) } });
+    for (let i = 0; i < 5; i++) await l.consume('p', 'k');
+    expect(l.stats().storeCalls).toBe(5);
+  });
+
+  it('holds at most maxKeys entries and returns the evicted lease', async () => {
+    const c = clock();
+    const store = new MemoryStore({ now: c.now });
+    const l = limiter({ store, policies: { p: bucket(100) }, now: c.now, maxKeys: 10 });
+    for (let i = 0; i < 100; i++) await l.consume('p', `k${i}`);
+    expect(l.stats().keys).toBeLessThanOrEqual(10);
+    await l.close();
+    expect(l.stats().tokensReturned).toBe(l.stats().tokensLeased - 100);
+  });
+
+  describe('bad input', () => {
+    it.each([
+      [{ p: { algorithm: 'nope', rate: 1 } }, 'policies.p.algorithm'],
+      [{ p: bucket(0) }, 'policies.p.rate'],
+      [{ p: bucket(Number.NaN) }, 'policies.p.rate'],
+      [{ p: bucket(10, -1) }, 'policies.p.burst'],
+      [{ p: bucket(10, Number.POSITIVE_INFINITY) }, 'policies.p.burst'],
+      [{ p: bucket(10, 10, { period: 'often' as never }) }, 'policies.p.period'],
+      [{ p: bucket(10, 10, { lease: { maxFraction: 2 } }) }, 'policies.p.lease.maxFraction'],
+      [{}, 'policies'],
+    ])('rejects policies %j naming %s', (policies, field) => {
+      try {
+        new Limiter({ policies: policies as never });
+        expect.unreachable();
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        expect((err as ConfigError).field).toBe(field);
+        expect((err as ConfigError).code).toBe('ERR_TOKENLEASE_CONFIG');
+      }
+    });
+
+    it.each([
+      [['nope', 'k', 1], 'policy'],
+      [['p', 42, 1], 'key'],
+      [['p', 'k', 0], 'cost'],
+      [['p', 'k', -1], 'cost'],
+      [['p', 'k', Number.NaN], 'cost'],
+      [['p', 'k', Number.POSITIVE_INFINITY], 'cost'],
+      [[[{ policy: 'p', key: 'k', cost: 0 }]], 'checks[0].cost'],
+      [[[]], 'checks'],
+    ])('rejects consume(%j) naming %s', async (args, field) => {
+      const l = limiter({ policies: { p: bucket(10) } });
+      const err = await (l.consume as (...a: unknown[]) => Promise<unknown>)(...args).catch(
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ArgumentError);
+      expect((err as ArgumentError).field).toBe(field);
+    });
+
+    it('works with any string key', async () => {
+      const l = limiter({ policies: { p: bucket(10) } });
+      for (const key of ['', '{}', '}{', 'ключ 🔑', 'x'.repeat(10_240), '\udc00']) {
+        expect((await l.consume('p', key)).allowed).toBe(true);
+      }
+    });
+
+    it('throws ClosedError after close()', async () => {
+      const l = limiter({ policies: { p: bucket(10) } });
+      await l.close();
+      await l.close();
+      await expect(l.consume('p', 'k')).rejects.toBeInstanceOf(ClosedError);
+    });
+  });
+});
