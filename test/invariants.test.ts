@@ -52,7 +52,10 @@ async function simulate(t: Traffic) {
     });
   }
   const end = Math.max(0, ...t.arrivals.map((a) => a.at)) + 5000;
-  for (let x = 100; x < end; x += 100) clock.at(x, () => limiters.forEach((l) => l.sweep()));
+  for (let x = 100; x < end; x += 100)
+    clock.at(x, () => {
+      for (const l of limiters) l.sweep();
+    });
   await clock.run(end);
   await Promise.all(limiters.map((l) => l.close()));
   return { admitted, denied };
@@ -93,7 +96,10 @@ const traffic = (load: { min: number; max: number }) =>
       const total = weights.reduce((x, y) => x + y, 0);
       const pick = () => {
         let r = rnd() * total;
-        for (let i = 0; i < instances; i++) if ((r -= weights[i]!) <= 0) return i;
+        for (let i = 0; i < instances; i++) {
+          r -= weights[i]!;
+          if (r <= 0) return i;
+        }
         return instances - 1;
       };
       const arrivals: Traffic['arrivals'] = [];
