@@ -65,12 +65,12 @@ export const PROFILES: Record<Profile['name'], Profile> = {
   quick: {
     name: 'quick',
     rounds: 3,
-    micro: { scenarios: SCENARIOS, contestants: EVERY_MICRO, roundMs: 100, warmMs: 50 },
+    micro: { scenarios: SCENARIOS, contestants: EVERY_MICRO, roundMs: 60, warmMs: 40 },
     zipfKeys: 10_000,
     redisConcurrency: 64,
-    cost: { contestants: REDIS_BACKED, ms: 800, warmMs: 300 },
-    http: { contestants: HTTP, rounds: 1, ms: 1000, warmMs: 300, connections: 32, keys: [1, 10_000] },
-    memory: { keys: [10_000, 100_000], redisKeys: 2_000 },
+    cost: { contestants: REDIS_BACKED, ms: 500, warmMs: 200 },
+    http: { contestants: HTTP, rounds: 1, ms: 500, warmMs: 200, connections: 32, keys: [1, 10_000] },
+    memory: { keys: [10_000], redisKeys: 1_000 },
   },
   smoke: {
     name: 'smoke',
