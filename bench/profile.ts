@@ -55,11 +55,11 @@ export const PROFILES: Record<Profile['name'], Profile> = {
   full: {
     name: 'full',
     rounds: 5,
-    micro: { scenarios: SCENARIOS, contestants: EVERY_MICRO, roundMs: 300, warmMs: 300 },
+    micro: { scenarios: SCENARIOS, contestants: EVERY_MICRO, roundMs: 250, warmMs: 250 },
     zipfKeys: 10_000,
     redisConcurrency: 64,
     cost: { contestants: REDIS_BACKED, ms: 3000, warmMs: 1000 },
-    http: { contestants: HTTP, rounds: 3, ms: 1500, warmMs: 1000, connections: 32, keys: [1, 10_000] },
+    http: { contestants: HTTP, rounds: 3, ms: 1200, warmMs: 800, connections: 32, keys: [1, 10_000] },
     memory: { keys: [10_000, 100_000, 1_000_000], redisKeys: 10_000 },
   },
   quick: {
