@@ -20,6 +20,11 @@ export interface Check {
   key: string;
   /** @default 1 */
   cost?: number;
+  /**
+   * The route the request is for (e.g. `GET /v1/search`); only carried into events and logs.
+   * @default undefined
+   */
+  route?: string;
 }
 
 /** Of several allowed decisions, the one closest to its limit. */

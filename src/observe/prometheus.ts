@@ -1,0 +1,309 @@
+/**
+ * Prometheus metrics for tokenlease, through `prom-client` (an optional peer dependency: only this
+ * module, imported as `tokenlease/prometheus`, loads it).
+ *
+ * Labels are low-cardinality by construction: policy names (configuration), outcomes, sources,
+ * reasons, store operations, error codes and ranks. Client keys never become labels — the top
+ * offenders are exported by rank, and named only by `limiter.topDenied()`.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { ConfigError } from '../errors.js';
+import type {
+  BreakerEvent,
+  BreakerState,
+  DecisionEvent,
+  DenyReason,
+  LeaseEvent,
+  ObservedLimiter,
+  Observer,
+  Outcome,
+  Source,
+  StoreCallEvent,
+} from './events.js';
+
+export interface PrometheusObserverOptions {
+  /**
+   * Where the metrics are registered. Required: tokenlease never writes to prom-client's global
+   * default registry. One observer per registry; share it between limiters.
+   */
+  registry: Registry;
+  /**
+   * Prepended to every metric name.
+   * @default 'tokenlease_'
+   */
+  prefix?: string;
+  /**
+   * Buckets of the store latency histogram, in seconds.
+   * @default [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1]
+   */
+  buckets?: number[];
+  /**
+   * Ranks exported per policy by the top-denied gauges (a fixed label set: policies × ranks).
+   * @default 5
+   */
+  topN?: number;
+}
+
+/** An observer that also owns its metrics; pass it in `LimiterOptions.observers`. */
+export interface PrometheusObserver extends Observer {
+  readonly registry: Registry;
+}
+
+const OUTCOMES: readonly Outcome[] = ['allowed', 'denied', 'shadow-denied', 'failed-open', 'failed-closed'];
+const SOURCES: readonly Source[] = ['lease', 'store', 'fallback'];
+const REASONS: readonly DenyReason[] = ['limit', 'cost-above-limit'];
+const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
+const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
+const SOURCE_INDEX = Object.fromEntries(SOURCES.map((s, i) => [s, i])) as Record<Source, number>;
+const REASON_INDEX = Object.fromEntries(REASONS.map((r, i) => [r, i])) as Record<DenyReason, number>;
+const DEFAULT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+/**
+ * Per-policy counts in plain numbers, handed to prom-client only when scraped: prom-client hashes
+ * the label set on every `inc`, which would cost more than the decision being counted.
+ */
+class Tally {
+  readonly #cells = new Map<string, Float64Array>();
+  readonly #size: number;
+  readonly #counter: Counter;
+  readonly #labels: (policy: string, cell: number) => Record<string, string>;
+
+  constructor(
+    counter: Counter,
+    size: number,
+    labels: (policy: string, cell: number) => Record<string, string>,
+  ) {
+    this.#counter = counter;
+    this.#size = size;
+    this.#labels = labels;
+  }
+
+  add(policy: string, cell: number): void {
+    let cells = this.#cells.get(policy);
+    if (cells === undefined) {
+      cells = new Float64Array(this.#size);
+      this.#cells.set(policy, cells);
+    }
+    cells[cell]!++;
+  }
+
+  flush(): void {
+    for (const [policy, cells] of this.#cells) {
+      for (let i = 0; i < cells.length; i++) {
+        if (cells[i] === 0) continue;
+        this.#counter.inc(this.#labels(policy, i), cells[i]);
+        cells[i] = 0;
+      }
+    }
+  }
+}
+
+function checkOptions(
+  options: PrometheusObserverOptions,
+): Required<Omit<PrometheusObserverOptions, 'registry'>> {
+  if (typeof options !== 'object' || options === null) throw new ConfigError('options', 'expected an object');
+  const { registry, prefix = 'tokenlease_', buckets = DEFAULT_BUCKETS, topN = 5 } = options;
+  if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
+    throw new ConfigError('registry', "expected a prom-client Registry (new Registry() from 'prom-client')");
+  }
+  if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) {
+    throw new ConfigError(
+      'prefix',
+      `expected a Prometheus metric name prefix like 'tokenlease_', got ${String(prefix)}`,
+    );
+  }
+  if (
+    !Array.isArray(buckets) ||
+    buckets.length === 0 ||
+    buckets.some((b) => !(b > 0) || !Number.isFinite(b))
+  ) {
+    throw new ConfigError('buckets', 'expected a non-empty array of positive finite seconds');
+  }
+  if (typeof topN !== 'number' || !Number.isInteger(topN) || topN < 0 || topN > 100) {
+    throw new ConfigError('topN', `expected an integer from 0 to 100, got ${String(topN)}`);
+  }
+  return { prefix, buckets, topN };
+}
+
+/**
+ * Registers tokenlease's metrics in `registry` and returns the observer that feeds them:
+ *
+ * ```ts
+ * import { Registry } from 'prom-client';
+ * import { prometheusObserver } from 'tokenlease/prometheus';
+ * const registry = new Registry();
+ * const limiter = new Limiter({ policies, observers: [prometheusObserver({ registry })] });
+ * // GET /metrics: res.end(await registry.metrics())
+ * ```
+ */
+export function prometheusObserver(options: PrometheusObserverOptions): PrometheusObserver {
+  const { prefix, buckets, topN } = checkOptions(options);
+  const registers = [options.registry];
+  const limiters = new Set<ObservedLimiter>();
+
+  const decisions = new Counter({
+    name: `${prefix}decisions_total`,
+    help: 'Limit decisions, one per rule checked, by policy, outcome and what answered (lease, store, fallback).',
+    labelNames: ['policy', 'outcome', 'source'],
+    registers,
+    collect: () => decisionTally.flush(),
+  });
+  const denials = new Counter({
+    name: `${prefix}rate_limited_total`,
+    help: 'Denied decisions by policy and reason (limit: bucket empty; cost-above-limit: can never pass).',
+    labelNames: ['policy', 'reason'],
+    registers,
+    collect: () => denialTally.flush(),
+  });
+  const decisionTally = new Tally(decisions, OUTCOMES.length * SOURCES.length, (policy, cell) => ({
+    policy,
+    outcome: OUTCOMES[Math.floor(cell / SOURCES.length)]!,
+    source: SOURCES[cell % SOURCES.length]!,
+  }));
+  const denialTally = new Tally(denials, REASONS.length, (policy, cell) => ({
+    policy,
+    reason: REASONS[cell]!,
+  }));
+
+  const storeCalls = new Counter({
+    name: `${prefix}store_calls_total`,
+    help: 'Calls to the shared store by operation.',
+    labelNames: ['op'],
+    registers,
+  });
+  const storeErrors = new Counter({
+    name: `${prefix}store_errors_total`,
+    help: 'Failed store calls by operation and error code.',
+    labelNames: ['op', 'code'],
+    registers,
+  });
+  const storeSeconds = new Histogram({
+    name: `${prefix}store_call_duration_seconds`,
+    help: 'Store call latency (failed calls included) by operation.',
+    labelNames: ['op'],
+    buckets,
+    registers,
+  });
+  const leasesGranted = new Counter({
+    name: `${prefix}leases_granted_total`,
+    help: 'Leases granted to this process by the store.',
+    labelNames: ['policy'],
+    registers,
+  });
+  const leasesReturned = new Counter({
+    name: `${prefix}leases_returned_total`,
+    help: 'Leases whose unused tokens were handed back, by reason (expired, evicted, closed, orphaned).',
+    labelNames: ['policy', 'reason'],
+    registers,
+  });
+  const tokensLeased = new Counter({
+    name: `${prefix}leased_tokens_total`,
+    help: 'Tokens leased from the store.',
+    labelNames: ['policy'],
+    registers,
+  });
+  const tokensReturned = new Counter({
+    name: `${prefix}returned_tokens_total`,
+    help: 'Unused leased tokens handed back to the store.',
+    labelNames: ['policy'],
+    registers,
+  });
+  const tokensStranded = new Counter({
+    name: `${prefix}stranded_tokens_total`,
+    help: 'Tokens whose return to the store failed: missing from the shared bucket until it refills.',
+    labelNames: ['policy'],
+    registers,
+  });
+  const breakerState = new Gauge({
+    name: `${prefix}breaker_state`,
+    help: 'Circuit breaker in front of the store: 1 for the current state, 0 for the others.',
+    labelNames: ['state'],
+    registers,
+  });
+  new Gauge({
+    name: `${prefix}local_keys`,
+    help: 'Entries in the local lease table (policy, key pairs held in memory).',
+    registers,
+    collect() {
+      let keys = 0;
+      for (const l of limiters) keys += l.stats().keys;
+      this.set(keys);
+    },
+  });
+  const topDenied = new Gauge({
+    name: `${prefix}top_denied`,
+    help: 'Recent denials (decayed count) of the rank-th most denied key of each policy; keys are not exported.',
+    labelNames: ['policy', 'rank'],
+    registers,
+    collect: () => collectTop(),
+  });
+  const topShare = new Gauge({
+    name: `${prefix}top_denied_share`,
+    help: "The rank-th most denied key's share of its policy's recent denials (near 1: one client; spread: the limit).",
+    labelNames: ['policy', 'rank'],
+    registers,
+    collect: () => collectTop(),
+  });
+
+  // Sets both top gauges: each one's collect calls it, so either can be read alone.
+  function collectTop(): void {
+    topDenied.reset();
+    topShare.reset();
+    const policies = new Set<string>();
+    for (const l of limiters) for (const p of l.policies) policies.add(p);
+    for (const policy of policies) {
+      const merged = new Map<string, number>();
+      let total = 0;
+      for (const l of limiters) {
+        if (!l.policies.includes(policy)) continue;
+        const recent = l.offenders(policy, topN);
+        total += recent.total;
+        for (const h of recent.top) merged.set(h.key, (merged.get(h.key) ?? 0) + h.count);
+      }
+      const ranked = [...merged.values()].sort((a, b) => b - a);
+      for (let rank = 1; rank <= topN; rank++) {
+        const count = ranked[rank - 1] ?? 0;
+        topDenied.set({ policy, rank: String(rank) }, count);
+        topShare.set({ policy, rank: String(rank) }, total > 0 ? Math.min(1, count / total) : 0);
+      }
+    }
+  }
+
+  return {
+    registry: options.registry,
+    decision(e: DecisionEvent): void {
+      decisionTally.add(e.policy, OUTCOME_INDEX[e.outcome] * SOURCES.length + SOURCE_INDEX[e.source]);
+      if (e.outcome === 'denied' && e.reason !== undefined) denialTally.add(e.policy, REASON_INDEX[e.reason]);
+    },
+    storeCall(e: StoreCallEvent): void {
+      storeCalls.inc({ op: e.op });
+      storeSeconds.observe({ op: e.op }, e.seconds);
+      if (e.errorCode !== undefined) storeErrors.inc({ op: e.op, code: e.errorCode });
+    },
+    lease(e: LeaseEvent): void {
+      const policy = { policy: e.policy };
+      switch (e.kind) {
+        case 'granted':
+          leasesGranted.inc(policy);
+          tokensLeased.inc(policy, e.tokens);
+          return;
+        case 'returned':
+          leasesReturned.inc({ policy: e.policy, reason: e.reason });
+          tokensReturned.inc(policy, e.tokens);
+          return;
+        case 'stranded':
+          tokensStranded.inc(policy, e.tokens);
+          return;
+      }
+    },
+    breaker(e: BreakerEvent): void {
+      for (const state of BREAKER_STATES) breakerState.set({ state }, state === e.state ? 1 : 0);
+    },
+    attach(limiter: ObservedLimiter): void {
+      limiters.add(limiter);
+    },
+    detach(limiter: ObservedLimiter): void {
+      limiters.delete(limiter);
+    },
+  };
+}
