@@ -4,7 +4,8 @@
  *
  * Labels are low-cardinality by construction: policy names (configuration), outcomes, sources,
  * reasons, store operations, error codes and ranks. Client keys never become labels — the top
- * offenders are exported by rank, and named only by `limiter.topDenied()`.
+ * offenders are exported by rank, and named only by `limiter.topDenied()`. Decision counts are kept
+ * in plain numbers and set on the counters when scraped (see `totals.ts`).
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ConfigError } from '../errors.js';
@@ -12,14 +13,12 @@ import type {
   BreakerEvent,
   BreakerState,
   DecisionEvent,
-  DenyReason,
   LeaseEvent,
   ObservedLimiter,
   Observer,
-  Outcome,
-  Source,
   StoreCallEvent,
 } from './events.js';
+import { DecisionTotals, rankDenials } from './totals.js';
 
 export interface PrometheusObserverOptions {
   /**
@@ -49,54 +48,8 @@ export interface PrometheusObserver extends Observer {
   readonly registry: Registry;
 }
 
-const OUTCOMES: readonly Outcome[] = ['allowed', 'denied', 'shadow-denied', 'failed-open', 'failed-closed'];
-const SOURCES: readonly Source[] = ['lease', 'store', 'fallback'];
-const REASONS: readonly DenyReason[] = ['limit', 'cost-above-limit'];
 const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
-const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
-const SOURCE_INDEX = Object.fromEntries(SOURCES.map((s, i) => [s, i])) as Record<Source, number>;
-const REASON_INDEX = Object.fromEntries(REASONS.map((r, i) => [r, i])) as Record<DenyReason, number>;
 const DEFAULT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
-
-/**
- * Per-policy counts in plain numbers, handed to prom-client only when scraped: prom-client hashes
- * the label set on every `inc`, which would cost more than the decision being counted.
- */
-class Tally {
-  readonly #cells = new Map<string, Float64Array>();
-  readonly #size: number;
-  readonly #counter: Counter;
-  readonly #labels: (policy: string, cell: number) => Record<string, string>;
-
-  constructor(
-    counter: Counter,
-    size: number,
-    labels: (policy: string, cell: number) => Record<string, string>,
-  ) {
-    this.#counter = counter;
-    this.#size = size;
-    this.#labels = labels;
-  }
-
-  add(policy: string, cell: number): void {
-    let cells = this.#cells.get(policy);
-    if (cells === undefined) {
-      cells = new Float64Array(this.#size);
-      this.#cells.set(policy, cells);
-    }
-    cells[cell]!++;
-  }
-
-  flush(): void {
-    for (const [policy, cells] of this.#cells) {
-      for (let i = 0; i < cells.length; i++) {
-        if (cells[i] === 0) continue;
-        this.#counter.inc(this.#labels(policy, i), cells[i]);
-        cells[i] = 0;
-      }
-    }
-  }
-}
 
 function checkOptions(
   options: PrometheusObserverOptions,
@@ -141,29 +94,27 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
   const registers = [options.registry];
   const limiters = new Set<ObservedLimiter>();
 
-  const decisions = new Counter({
+  const totals = new DecisionTotals();
+  new Counter({
     name: `${prefix}decisions_total`,
     help: 'Limit decisions, one per rule checked, by policy, outcome and what answered (lease, store, fallback).',
     labelNames: ['policy', 'outcome', 'source'],
     registers,
-    collect: () => decisionTally.flush(),
+    collect() {
+      this.reset();
+      for (const [labels, n] of totals.decisionCounts()) this.inc(labels, n);
+    },
   });
-  const denials = new Counter({
+  new Counter({
     name: `${prefix}rate_limited_total`,
     help: 'Denied decisions by policy and reason (limit: bucket empty; cost-above-limit: can never pass).',
     labelNames: ['policy', 'reason'],
     registers,
-    collect: () => denialTally.flush(),
+    collect() {
+      this.reset();
+      for (const [labels, n] of totals.denialCounts()) this.inc(labels, n);
+    },
   });
-  const decisionTally = new Tally(decisions, OUTCOMES.length * SOURCES.length, (policy, cell) => ({
-    policy,
-    outcome: OUTCOMES[Math.floor(cell / SOURCES.length)]!,
-    source: SOURCES[cell % SOURCES.length]!,
-  }));
-  const denialTally = new Tally(denials, REASONS.length, (policy, cell) => ({
-    policy,
-    reason: REASONS[cell]!,
-  }));
 
   const storeCalls = new Counter({
     name: `${prefix}store_calls_total`,
@@ -249,31 +200,17 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
   function collectTop(): void {
     topDenied.reset();
     topShare.reset();
-    const policies = new Set<string>();
-    for (const l of limiters) for (const p of l.policies) policies.add(p);
-    for (const policy of policies) {
-      const merged = new Map<string, number>();
-      let total = 0;
-      for (const l of limiters) {
-        if (!l.policies.includes(policy)) continue;
-        const recent = l.offenders(policy, topN);
-        total += recent.total;
-        for (const h of recent.top) merged.set(h.key, (merged.get(h.key) ?? 0) + h.count);
-      }
-      const ranked = [...merged.values()].sort((a, b) => b - a);
-      for (let rank = 1; rank <= topN; rank++) {
-        const count = ranked[rank - 1] ?? 0;
-        topDenied.set({ policy, rank: String(rank) }, count);
-        topShare.set({ policy, rank: String(rank) }, total > 0 ? Math.min(1, count / total) : 0);
-      }
+    for (const r of rankDenials(limiters, topN)) {
+      const labels = { policy: r.policy, rank: String(r.rank) };
+      topDenied.set(labels, r.count);
+      topShare.set(labels, r.share);
     }
   }
 
   return {
     registry: options.registry,
     decision(e: DecisionEvent): void {
-      decisionTally.add(e.policy, OUTCOME_INDEX[e.outcome] * SOURCES.length + SOURCE_INDEX[e.source]);
-      if (e.outcome === 'denied' && e.reason !== undefined) denialTally.add(e.policy, REASON_INDEX[e.reason]);
+      totals.add(e);
     },
     storeCall(e: StoreCallEvent): void {
       storeCalls.inc({ op: e.op });
