@@ -31,7 +31,7 @@ export interface DecisionEvent {
   readonly cost: number;
   readonly outcome: Outcome;
   readonly source: Source;
-  /** Set when the outcome is a denial. */
+  /** Set when the outcome is `denied` or `shadow-denied`. */
   readonly reason: DenyReason | undefined;
   readonly limit: number;
   readonly remaining: number;

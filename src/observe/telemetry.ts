@@ -143,9 +143,8 @@ export class Telemetry {
     outcome: Outcome = decision.allowed ? 'allowed' : 'denied',
   ): void {
     this.counts.outcomes[outcome]++;
-    if (outcome === 'denied' || outcome === 'shadow-denied') {
-      this.#offenders.get(decision.policy)?.offer(decision.key, 1, this.#now());
-    }
+    const denied = outcome === 'denied' || outcome === 'shadow-denied';
+    if (denied) this.#offenders.get(decision.policy)?.offer(decision.key, 1, this.#now());
     if (this.#onDecision.length === 0) return;
     const event: DecisionEvent = {
       policy: decision.policy,
@@ -154,7 +153,7 @@ export class Telemetry {
       cost,
       outcome,
       source,
-      reason: decision.allowed
+      reason: !denied
         ? undefined
         : decision.retryAfterMs === Number.POSITIVE_INFINITY
           ? 'cost-above-limit'

@@ -27,6 +27,11 @@ describe('the built package: observability', () => {
     expect(seen.size, 'walked the import graph').toBeGreaterThan(10);
     expect(external, 'sees the runtime dependencies').toContain('lru-cache');
     expect([...external].sort()).not.toContain('prom-client');
+    expect([...external].filter((m) => m.startsWith('@opentelemetry/'))).toEqual([]);
+  });
+
+  it("loads 'tokenlease/opentelemetry' without @opentelemetry/api at run time (it uses only its types)", () => {
+    expect(imports(join(dist, 'observe/opentelemetry.js')).filter((m) => !m.startsWith('.'))).toEqual([]);
   });
 
   it("serves Prometheus metrics through 'tokenlease/prometheus' in plain Node ESM", () => {
