@@ -211,6 +211,39 @@ describe('topDenied', () => {
     expect(limiter.stats().outcomes.denied).toBe(asks.reduce((a, b) => a + b - 1, 0));
   });
 
+  it('finds the true top offenders of a Zipf flood of requests through the limiter', async () => {
+    const { limiter } = setup({
+      policies: { tight: { algorithm: 'token-bucket', rate: 1, period: '1d', burst: 1 } },
+    });
+    let seed = 42;
+    const random = () => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return seed / 2 ** 32;
+    };
+    const keys = 20_000;
+    const weights = Array.from({ length: keys }, (_, i) => 1 / (i + 1));
+    const cdf: number[] = [];
+    weights.reduce((acc, w, i) => (cdf[i] = acc + w), 0);
+    const sum = cdf[keys - 1]!;
+    const requests = new Map<string, number>();
+    for (let i = 0; i < 30_000; i++) {
+      const u = random() * sum;
+      let lo = 0;
+      let hi = keys - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (cdf[mid]! < u) lo = mid + 1;
+        else hi = mid;
+      }
+      const key = `k${(lo * 7919) % keys}`;
+      requests.set(key, (requests.get(key) ?? 0) + 1);
+      await limiter.consume('tight', key);
+    }
+    // Each key's first request takes its one token; every later one is denied.
+    const trueTop = [...requests].map(([k, n]) => [k, n - 1] as const).sort((a, b) => b[1] - a[1]);
+    expect(limiter.topDenied('tight', 5).map((h) => [h.key, h.count])).toEqual(trueTop.slice(0, 5));
+  });
+
   it('forgets old offenders with the half-life, and can be turned off', async () => {
     const { limiter, advance } = setup({ offenders: { halfLife: '10s' } });
     for (let j = 0; j < 41; j++) await limiter.consume('exact', 'old', 10);
