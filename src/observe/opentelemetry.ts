@@ -8,16 +8,8 @@
  */
 import type { Attributes, Meter } from '@opentelemetry/api';
 import { ConfigError } from '../errors.js';
-import type {
-  BreakerEvent,
-  BreakerState,
-  DecisionEvent,
-  LeaseEvent,
-  ObservedLimiter,
-  Observer,
-  StoreCallEvent,
-} from './events.js';
-import { DecisionTotals, rankDenials } from './totals.js';
+import type { DecisionEvent, LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
+import { breakerStates, DecisionTotals, localKeys, rankDenials } from './totals.js';
 
 export interface OpenTelemetryObserverOptions {
   /** Where the instruments are created, e.g. `metrics.getMeter('tokenlease')`. */
@@ -39,7 +31,6 @@ export interface OpenTelemetryObserverOptions {
   topN?: number;
 }
 
-const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
 const DEFAULT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
 /** Creates tokenlease's instruments on `meter` and returns the observer that feeds them. */
@@ -58,7 +49,6 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
   }
   const limiters = new Set<ObservedLimiter>();
   const totals = new DecisionTotals();
-  let breaker: BreakerState | undefined;
 
   meter
     .createObservableCounter(`${prefix}decisions`, {
@@ -104,11 +94,10 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
   });
   meter
     .createObservableGauge(`${prefix}breaker.state`, {
-      description: 'Circuit breaker in front of the store: 1 for the current state, 0 for the others.',
+      description: 'Limiters whose store circuit breaker is in each state.',
     })
     .addCallback((result) => {
-      if (breaker === undefined) return;
-      for (const state of BREAKER_STATES) result.observe(state === breaker ? 1 : 0, { state });
+      for (const [state, n] of breakerStates(limiters) ?? []) result.observe(n, { state });
     });
   meter
     .createObservableGauge(`${prefix}local_keys`, {
@@ -116,9 +105,7 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
       unit: '{entry}',
     })
     .addCallback((result) => {
-      let keys = 0;
-      for (const l of limiters) keys += l.stats().keys;
-      result.observe(keys);
+      result.observe(localKeys(limiters));
     });
   const topDenied = meter.createObservableGauge(`${prefix}top_denied`, {
     description:
@@ -163,9 +150,6 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
           tokensStranded.add(e.tokens, policy);
           return;
       }
-    },
-    breaker(e: BreakerEvent): void {
-      breaker = e.state;
     },
     attach(limiter: ObservedLimiter): void {
       limiters.add(limiter);

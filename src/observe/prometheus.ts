@@ -9,16 +9,8 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ConfigError } from '../errors.js';
-import type {
-  BreakerEvent,
-  BreakerState,
-  DecisionEvent,
-  LeaseEvent,
-  ObservedLimiter,
-  Observer,
-  StoreCallEvent,
-} from './events.js';
-import { DecisionTotals, rankDenials } from './totals.js';
+import type { DecisionEvent, LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
+import { breakerStates, DecisionTotals, localKeys, rankDenials } from './totals.js';
 
 export interface PrometheusObserverOptions {
   /**
@@ -48,7 +40,6 @@ export interface PrometheusObserver extends Observer {
   readonly registry: Registry;
 }
 
-const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
 const DEFAULT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
 function checkOptions(
@@ -165,20 +156,22 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
     labelNames: ['policy'],
     registers,
   });
-  const breakerState = new Gauge({
+  new Gauge({
     name: `${prefix}breaker_state`,
-    help: 'Circuit breaker in front of the store: 1 for the current state, 0 for the others.',
+    help: 'Limiters whose store circuit breaker is in each state (one limiter: 1 for its state, 0 for the others).',
     labelNames: ['state'],
     registers,
+    collect() {
+      this.reset();
+      for (const [state, n] of breakerStates(limiters) ?? []) this.set({ state }, n);
+    },
   });
   new Gauge({
     name: `${prefix}local_keys`,
     help: 'Entries in the local lease table (policy, key pairs held in memory).',
     registers,
     collect() {
-      let keys = 0;
-      for (const l of limiters) keys += l.stats().keys;
-      this.set(keys);
+      this.set(localKeys(limiters));
     },
   });
   const topDenied = new Gauge({
@@ -232,9 +225,6 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
           tokensStranded.inc(policy, e.tokens);
           return;
       }
-    },
-    breaker(e: BreakerEvent): void {
-      for (const state of BREAKER_STATES) breakerState.set({ state }, state === e.state ? 1 : 0);
     },
     attach(limiter: ObservedLimiter): void {
       limiters.add(limiter);

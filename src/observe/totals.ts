@@ -1,4 +1,4 @@
-import type { DecisionEvent, DenyReason, ObservedLimiter, Outcome, Source } from './events.js';
+import type { BreakerState, DecisionEvent, DenyReason, ObservedLimiter, Outcome, Source } from './events.js';
 
 /**
  * What the metrics adapters (Prometheus, OpenTelemetry) share: per-decision counts kept in plain
@@ -16,6 +16,7 @@ export const OUTCOMES: readonly Outcome[] = [
 ];
 export const SOURCES: readonly Source[] = ['lease', 'store', 'fallback'];
 export const REASONS: readonly DenyReason[] = ['limit', 'cost-above-limit'];
+export const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-open'];
 const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 const SOURCE_INDEX = Object.fromEntries(SOURCES.map((s, i) => [s, i])) as Record<Source, number>;
 const REASON_INDEX = Object.fromEntries(REASONS.map((r, i) => [r, i])) as Record<DenyReason, number>;
@@ -105,4 +106,26 @@ export function rankDenials(limiters: Iterable<ObservedLimiter>, topN: number): 
     }
   }
   return out;
+}
+
+/** Local table entries summed over the limiters. */
+export function localKeys(limiters: Iterable<ObservedLimiter>): number {
+  let keys = 0;
+  for (const l of limiters) keys += l.stats().keys;
+  return keys;
+}
+
+/**
+ * How many of the limiters have their store breaker in each state; undefined when none reports a
+ * breaker (then no series is exported rather than a made-up "closed").
+ */
+export function breakerStates(limiters: Iterable<ObservedLimiter>): Map<BreakerState, number> | undefined {
+  let counts: Map<BreakerState, number> | undefined;
+  for (const l of limiters) {
+    const state = l.stats().breaker;
+    if (state === undefined) continue;
+    counts ??= new Map(BREAKER_STATES.map((s) => [s, 0]));
+    counts.set(state, (counts.get(state) ?? 0) + 1);
+  }
+  return counts;
 }

@@ -1,7 +1,13 @@
 import { Redis } from 'ioredis';
 import { register as globalRegistry, Registry } from 'prom-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { Limiter, MemoryStore, type PolicyConfig, RedisStore } from '../../src/index.js';
+import {
+  Limiter,
+  MemoryStore,
+  type ObservedLimiter,
+  type PolicyConfig,
+  RedisStore,
+} from '../../src/index.js';
 import { prometheusObserver } from '../../src/observe/prometheus.js';
 import { closeAllClients, trackClient, uniquePrefix } from '../support/clients.js';
 import { startRedis } from '../support/redisServer.js';
@@ -204,15 +210,24 @@ describe('prometheusObserver', () => {
     expect(await samples(registry, 'tokenlease_local_keys')).toEqual(['tokenlease_local_keys 1']);
   });
 
-  it('shows breaker state changes reported through the observer hook', async () => {
+  it('exports the breaker state each attached limiter reports, and nothing without a breaker', async () => {
     const registry = new Registry();
     const observer = prometheusObserver({ registry });
+    const limiter = new Limiter({ policies, sweepIntervalMs: 0, observers: [observer] });
+    open.push(limiter);
     expect(await samples(registry, 'tokenlease_breaker_state'), 'no breaker, no series').toEqual([]);
-    observer.breaker?.({ state: 'open' });
+    // What a limiter with a store breaker reports through stats(); this one stands in for two more.
+    const breaker = (state: 'open' | 'half-open'): ObservedLimiter => ({
+      policies: [],
+      stats: () => ({ ...limiter.stats(), keys: 0, breaker: state }),
+      offenders: () => ({ total: 0, top: [] }),
+    });
+    observer.attach?.(breaker('open'));
+    observer.attach?.(breaker('half-open'));
     expect(await samples(registry, 'tokenlease_breaker_state')).toEqual([
       'tokenlease_breaker_state{state="closed"} 0',
       'tokenlease_breaker_state{state="open"} 1',
-      'tokenlease_breaker_state{state="half-open"} 0',
+      'tokenlease_breaker_state{state="half-open"} 1',
     ]);
   });
 
