@@ -29,8 +29,8 @@ export function renderHtml(reports: readonly ScenarioReport[], info: RunInfo): s
 body { font: 14px/1.45 system-ui, sans-serif; color: #222; margin: 24px auto; max-width: 1140px; padding: 0 16px; background: #f8f9fa; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 0 0 2px; }
 .meta { color: #555; margin-bottom: 14px; } code { background: #eef; padding: 0 3px; border-radius: 3px; }
-table.sum { border-collapse: collapse; width: 100%; background: #fff; font-size: 12px; font-variant-numeric: tabular-nums; }
-table.sum th, table.sum td { padding: 4px 6px; border-bottom: 1px solid #e5e5e5; white-space: nowrap; }
+table.sum { border-collapse: collapse; width: 100%; background: #fff; font-size: 11.5px; font-variant-numeric: tabular-nums; }
+table.sum th, table.sum td { padding: 3px 4px; border-bottom: 1px solid #e5e5e5; white-space: nowrap; }
 table.sum th { background: #f1f3f5; text-align: left; } td.r, th.r { text-align: right; }
 td.good { color: #2b8a3e; font-weight: 600; } td.bad { color: #c92a2a; font-weight: 700; }
 .legend { white-space: pre-wrap; color: #555; font-size: 12px; margin: 8px 0 22px; }
@@ -128,14 +128,15 @@ function section(r: ScenarioReport): string {
       minSpan: 0.5,
     }),
     lineChart({
-      title: 'Tokens per second: offered, exact limiter, cluster',
+      title: 'Tokens admitted per second: exact limiter vs cluster',
       x: seconds,
       xLabel: 's',
       series: [
-        { label: 'offered', color: COLOR.offered, values: rate(series.offered) },
         { label: 'exact', color: COLOR.exact, values: rate(series.exact) },
         { label: 'cluster', color: COLOR.cluster, values: rate(series.admitted), dashed: true },
       ],
+      // Demand is often many times the limit: on its own axis it does not flatten the two lines.
+      right: { label: 'offered', color: COLOR.offered, values: rate(series.offered) },
     }),
     barChart({
       title: 'Tokens admitted per instance',
@@ -157,7 +158,13 @@ function section(r: ScenarioReport): string {
       x: seconds,
       xLabel: 's',
       series: [{ label: 'store calls/s', color: COLOR.calls, values: rate(series.storeCalls) }],
-      right: { label: 'instances', color: COLOR.instances, values: series.instances, step: true },
+      right: {
+        label: 'instances',
+        color: COLOR.instances,
+        values: series.instances,
+        step: true,
+        dashed: true,
+      },
     }),
   ];
   return `<section id="${anchor(r)}">

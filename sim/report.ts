@@ -29,8 +29,13 @@ export interface Summary {
   /** Share of requests the cluster admitted, in %. */
   admittedPct: number;
   exactAdmittedPct: number;
-  /** Worst over-admission in any window against the envelope; null when the policy has none. */
-  envelope: { worstExcess: number; bound: number; formula: string } | null;
+  /**
+   * Worst over-admission in any window against the exact envelope, the bound it is checked
+   * against, and `leaseAllowance`: what the instances' leases can hold (2·maxLease each at the
+   * peak instance count), which also bounds the drift in tokens and the denials below the limit.
+   * Null when the policy has no envelope.
+   */
+  envelope: { worstExcess: number; bound: number; leaseAllowance: number; formula: string } | null;
   /** Worst window in which the cluster admitted more than the exact reference, in tokens. */
   overVsExact: number;
   /** Worst window in which the cluster admitted less than the exact reference, in tokens. */
@@ -135,6 +140,7 @@ export function summarize(run: RunRecord): ScenarioReport {
           bound:
             model.envelope.allowancePerInstance * run.peakInstances +
             model.envelope.ratePerMs * scenario.latency.meanMs * (1 + scenario.latency.jitter),
+          leaseAllowance: model.envelope.allowancePerInstance * run.peakInstances,
           formula: model.envelope.formula,
         }
       : null,
@@ -210,11 +216,29 @@ function checks(scenario: Scenario, s: Summary): Check[] {
   }
   if (s.envelope) {
     // The slack absorbs floating-point sums of fractional lease tokens, far below one token.
-    const ok = s.envelope.worstExcess <= s.envelope.bound + 1e-6;
+    const slack = 1e-6;
+    const ok = s.envelope.worstExcess <= s.envelope.bound + slack;
     out.push({
       name: 'envelope',
       ok,
       detail: `worst window ${fmt(s.envelope.worstExcess)} tokens above the exact envelope ${le(ok)} ${fmt(s.envelope.bound)} (${s.envelope.formula})`,
+    });
+    // Whatever the leases hold is all the cluster can be ahead of or behind the exact limiter by
+    // (behind also by what crashed instances took with them).
+    const allowance = s.envelope.leaseAllowance;
+    const diff = s.admittedTokens - s.exactTokens;
+    const low = -(allowance + s.lease.tokensLost);
+    const inRange = diff >= low - slack && diff <= allowance + slack;
+    out.push({
+      name: 'drift bound',
+      ok: inRange,
+      detail: `admitted − exact = ${fmt(diff, 1)} tokens ${inRange ? 'within' : 'outside'} [${fmt(low, 1)}, +${fmt(allowance, 1)}] (leases held + tokens lost)`,
+    });
+    const fewDenials = s.deniedBelowLimit <= allowance;
+    out.push({
+      name: 'denials below limit',
+      ok: fewDenials,
+      detail: `${s.deniedBelowLimit} ${le(fewDenials)} ${fmt(allowance, 0)} (one per token the leases can hold)`,
     });
   }
   return out;

@@ -9,7 +9,7 @@ export function escapeHtml(text: string): string {
 
 const W = 540;
 const H = 210;
-const M = { top: 26, right: 46, bottom: 30, left: 52 };
+const M = { top: 26, right: 46, bottom: 36, left: 52 };
 const PLOT_W = W - M.left - M.right;
 const PLOT_H = H - M.top - M.bottom;
 
@@ -141,16 +141,16 @@ export function lineChart(o: LineChartOptions): string {
   }
   if (lo < 0 && hi > 0)
     body += `<line x1="${M.left}" x2="${W - M.right}" y1="${sy(0).toFixed(1)}" y2="${sy(0).toFixed(1)}" class="zero"/>`;
-  for (const s of o.series) {
-    body += `<path d="${path(xs, s.values, sx, sy, s.step ?? false)}" fill="none" stroke="${s.color}" stroke-width="1.6"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>`;
-  }
   const legend = o.series.map((s) => ({ label: s.label, color: s.color }));
   if (o.right) {
     const [rlo, rhi] = range(o.right.values, [0]);
     const ry = (v: number) => M.top + PLOT_H - ((v - rlo) / (rhi - rlo)) * PLOT_H;
     body += yAxis(rlo, rhi, 'right', ry);
-    body += `<path d="${path(xs, o.right.values, sx, ry, o.right.step ?? false)}" fill="none" stroke="${o.right.color}" stroke-width="1.4" stroke-dasharray="5 3"/>`;
+    body += `<path d="${path(xs, o.right.values, sx, ry, o.right.step ?? false)}" fill="none" stroke="${o.right.color}" stroke-width="1.4"${o.right.dashed ? ' stroke-dasharray="5 3"' : ''}/>`;
     legend.push({ label: `${o.right.label} (right axis)`, color: o.right.color });
+  }
+  for (const s of o.series) {
+    body += `<path d="${path(xs, s.values, sx, sy, s.step ?? false)}" fill="none" stroke="${s.color}" stroke-width="1.6"${s.dashed ? ' stroke-dasharray="5 3"' : ''}/>`;
   }
   body += `<rect x="${M.left}" y="${M.top}" width="${PLOT_W}" height="${PLOT_H}" class="box"/>`;
   return frame(o.title, body, legend);
