@@ -34,7 +34,8 @@ export const policyArb: fc.Arbitrary<PolicyConfig> = fc
     return policy;
   });
 
-const load = (max: number) => fc.double({ min: 0.05, max, noNaN: true }).map((x) => Math.round(x * 100) / 100);
+const load = (max: number) =>
+  fc.double({ min: 0.05, max, noNaN: true }).map((x) => Math.round(x * 100) / 100);
 
 export const demandArb = (durationMs: number, maxLoad: number): fc.Arbitrary<Demand> =>
   fc.oneof(
@@ -43,7 +44,11 @@ export const demandArb = (durationMs: number, maxLoad: number): fc.Arbitrary<Dem
       .record({ from: load(maxLoad), to: load(maxLoad), at: fc.double({ min: 0.1, max: 0.9, noNaN: true }) })
       .map((d): Demand => ({ shape: 'step', from: d.from, to: d.to, atMs: Math.round(d.at * durationMs) })),
     fc
-      .record({ low: load(maxLoad), high: load(maxLoad), periodMs: fc.integer({ min: 200, max: durationMs }) })
+      .record({
+        low: load(maxLoad),
+        high: load(maxLoad),
+        periodMs: fc.integer({ min: 200, max: durationMs }),
+      })
       .map((d): Demand => ({ shape: 'saw', ...d })),
   );
 
@@ -51,28 +56,28 @@ export const balancerArb: fc.Arbitrary<BalancerConfig> = fc.oneof(
   fc.constant({ kind: 'round-robin' as const }),
   fc.constant({ kind: 'random' as const }),
   fc.constant({ kind: 'sticky' as const }),
-  fc.double({ min: 0, max: 2, noNaN: true }).map((s) => ({ kind: 'zipf' as const, s: Math.round(s * 10) / 10 })),
+  fc
+    .double({ min: 0, max: 2, noNaN: true })
+    .map((s) => ({ kind: 'zipf' as const, s: Math.round(s * 10) / 10 })),
   fc
     .array(fc.integer({ min: 1, max: 10 }), { minLength: 1, maxLength: 5 })
     .map((weights) => ({ kind: 'weighted' as const, weights })),
 );
 
 const autoscaleArb = (durationMs: number, maxInstances: number): fc.Arbitrary<ScaleEvent[]> =>
-  fc
-    .uniqueArray(fc.integer({ min: 1, max: durationMs - 1 }), { maxLength: 3 })
-    .chain((times) =>
-      fc.tuple(
-        ...[...times]
-          .sort((a, b) => a - b)
-          .map((atMs) =>
-            fc.record({
-              atMs: fc.constant(atMs),
-              instances: fc.integer({ min: 1, max: maxInstances }),
-              leave: fc.constantFrom('close' as const, 'crash' as const),
-            }),
-          ),
-      ),
-    );
+  fc.uniqueArray(fc.integer({ min: 1, max: durationMs - 1 }), { maxLength: 3 }).chain((times) =>
+    fc.tuple(
+      ...[...times]
+        .sort((a, b) => a - b)
+        .map((atMs) =>
+          fc.record({
+            atMs: fc.constant(atMs),
+            instances: fc.integer({ min: 1, max: maxInstances }),
+            leave: fc.constantFrom('close' as const, 'crash' as const),
+          }),
+        ),
+    ),
+  );
 
 const trafficArb = (durationMs: number, maxLoad: number): fc.Arbitrary<Traffic> =>
   fc

@@ -343,4 +343,3 @@ async function main(argv: string[], io: Io): Promise<number> {
   }
   return reports.every((r) => r.checks.every((c) => c.ok)) ? 0 : 1;
 }
-

@@ -3,24 +3,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { run } from '../../sim/main.js';
-
-export interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The CLI in this process: what `npm run sim -- ...args` does, minus the process. */
-export async function simInProcess(args: string[]): Promise<CliResult> {
-  let stdout = '';
-  let stderr = '';
-  const code = await run(args, {
-    stdout: { write: (t: string) => (stdout += t) },
-    stderr: { write: (t: string) => (stderr += t), isTTY: false },
-  });
-  return { code, stdout, stderr };
-}
+import { type CliResult, simInProcess } from '../support/sim.js';
 
 /** `npm run sim -- ...args` as a real process (tsx, as the npm script runs it), without npm's output. */
 function spawnSim(args: string[]): Promise<CliResult> {
@@ -37,7 +20,7 @@ function spawnSim(args: string[]): Promise<CliResult> {
   });
 }
 
-export const tiny = {
+const tiny = {
   name: 'tiny',
   policy: { algorithm: 'token-bucket', rate: 50, burst: 50 },
   durationMs: 1500,
@@ -54,9 +37,15 @@ describe('npm run sim', () => {
     [['--instances', '0'], /scenario seeds-6x: Invalid `scenario.instances`: expected an integer from 1/],
     [['--balancer', 'fastest'], /--balancer: expected round-robin, random, sticky/],
     [['--balancer', 'zipf:x'], /scenario seeds-6x: Invalid `scenario.balancer.s`/],
-    [['--policy', 'cheap'], /--policy: expected one of per-second, per-minute, per-second-exact or a JSON object/],
+    [
+      ['--policy', 'cheap'],
+      /--policy: expected one of per-second, per-minute, per-second-exact or a JSON object/,
+    ],
     [['--policy', '{"algorithm":"token-bucket"'], /--policy: not valid JSON/],
-    [['--policy', '{"algorithm":"token-bucket","rate":-1}'], /Invalid `scenario.policy.rate`: expected a positive/],
+    [
+      ['--policy', '{"algorithm":"token-bucket","rate":-1}'],
+      /Invalid `scenario.policy.rate`: expected a positive/,
+    ],
     [['--duration', 'soon'], /--duration: expected a duration like 30s/],
     [['--seed', '1.5'], /--seed: expected a whole number/],
     [['--replay', '{not json'], /--replay: not valid JSON/],
@@ -65,7 +54,10 @@ describe('npm run sim', () => {
     [['--replay', '{}', '--scenario', 'step'], /--replay and --scenario cannot be combined/],
     [['--prefix', 'p:'], /--prefix needs --redis/],
     [['--out', '/nonexistent-dir/report.html'], /--out: cannot write to the directory/],
-    [['--redis', 'redis://127.0.0.1:1', '--scenario', 'step'], /--redis: cannot connect to redis:\/\/127.0.0.1:1/],
+    [
+      ['--redis', 'redis://127.0.0.1:1', '--scenario', 'step'],
+      /--redis: cannot connect to redis:\/\/127.0.0.1:1/,
+    ],
   ])('rejects %j with a message naming the option and exit code 2', async (args, message) => {
     const r = await simInProcess(args);
     expect(r.code, r.stderr).toBe(2);
@@ -89,7 +81,9 @@ describe('npm run sim', () => {
   it('as a process: replays a scenario, prints the table and exits 0 when every check passes', async () => {
     const r = await spawnSim(['--replay', JSON.stringify(tiny)]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^scenario\s+instances\s+balancer\s+demand\s+requests\s+admitted\s+exact\s+drift %/m);
+    expect(r.stdout).toMatch(
+      /^scenario\s+instances\s+balancer\s+demand\s+requests\s+admitted\s+exact\s+drift %/m,
+    );
     expect(r.stdout).toMatch(/^tiny\s+4\s+zipf 1\s+3×\s+\d+/m);
     expect(r.stderr, 'no progress bar when stderr is not a terminal').toBe('');
   });
@@ -111,7 +105,9 @@ describe('npm run sim', () => {
     const { store, reports } = JSON.parse(r.stdout);
     expect(store).toBe('MemoryStore');
     expect(reports[0].scenario.name).toBe('tiny');
-    expect(reports[0].checks.find((c: { name: string }) => c.name === 'store calls')).toMatchObject({ ok: false });
+    expect(reports[0].checks.find((c: { name: string }) => c.name === 'store calls')).toMatchObject({
+      ok: false,
+    });
   });
 
   it('applies --instances, --balancer, --policy, --duration and --seed to the selected scenarios', async () => {

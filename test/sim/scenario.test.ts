@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/index.js';
 import { parseScenario, type ScenarioInput } from '../../sim/scenario.js';
 import { SUITE } from '../../sim/suite.js';
+import { ConfigError } from '../../src/index.js';
 
 const base: ScenarioInput = {
   name: 'base',
@@ -35,7 +35,16 @@ describe('scenario validation', () => {
     ['scenario.policy.rate', { ...base, policy: { algorithm: 'token-bucket', rate: 0 } }],
     ['scenario.policy.algorithm', { ...base, policy: { algorithm: 'nope' } }],
     ['scenario.instances', { ...base, instances: 1.5 }],
-    ['scenario.autoscale[1].atMs', { ...base, autoscale: [{ atMs: 500, instances: 2 }, { atMs: 400, instances: 3 }] }],
+    [
+      'scenario.autoscale[1].atMs',
+      {
+        ...base,
+        autoscale: [
+          { atMs: 500, instances: 2 },
+          { atMs: 400, instances: 3 },
+        ],
+      },
+    ],
     ['scenario.autoscale[0].leave', { ...base, autoscale: [{ atMs: 5, instances: 2, leave: 'explode' }] }],
     ['scenario.balancer.kind', { ...base, balancer: { kind: 'magic' } }],
     ['scenario.balancer.weights[1]', { ...base, balancer: { kind: 'weighted', weights: [1, 0] } }],
@@ -43,9 +52,18 @@ describe('scenario validation', () => {
     ['scenario.traffic.demand.shape', { ...base, traffic: { demand: { shape: 'wave' } } }],
     ['scenario.traffic.demand', { ...base, traffic: { demand: { shape: 'steady', load: 0 } } }],
     ['scenario.traffic.keys.count', { ...base, traffic: { ...base.traffic, keys: { count: 0, zipf: 1 } } }],
-    ['scenario.traffic.costs[0].cost', { ...base, traffic: { ...base.traffic, costs: [{ cost: Number.NaN, weight: 1 }] } }],
-    ['scenario.traffic.retry.honourRetryAfter', { ...base, traffic: { ...base.traffic, retry: { maxRetries: 1, backoffMs: 5 } } }],
-    ['scenario.durationMs', { ...base, durationMs: 86_400_000, traffic: { demand: { shape: 'steady', load: 100 } } }],
+    [
+      'scenario.traffic.costs[0].cost',
+      { ...base, traffic: { ...base.traffic, costs: [{ cost: Number.NaN, weight: 1 }] } },
+    ],
+    [
+      'scenario.traffic.retry.honourRetryAfter',
+      { ...base, traffic: { ...base.traffic, retry: { maxRetries: 1, backoffMs: 5 } } },
+    ],
+    [
+      'scenario.durationMs',
+      { ...base, durationMs: 86_400_000, traffic: { demand: { shape: 'steady', load: 100 } } },
+    ],
   ])('names %s when it is wrong', (field, raw) => {
     expect(fieldOf(raw)).toBe(field);
   });

@@ -4,7 +4,9 @@ import { type Admissions, worstEnvelopeExcess, worstGaps } from '../../sim/windo
 
 /** Sorted admissions at integer ms (so equal times occur) with small costs. */
 const admissions = fc
-  .array(fc.record({ t: fc.integer({ min: 0, max: 200 }), cost: fc.integer({ min: 1, max: 5 }) }), { maxLength: 40 })
+  .array(fc.record({ t: fc.integer({ min: 0, max: 200 }), cost: fc.integer({ min: 1, max: 5 }) }), {
+    maxLength: 40,
+  })
   .map((xs): Admissions => {
     const sorted = [...xs].sort((a, b) => a.t - b.t);
     return { times: sorted.map((x) => x.t), costs: sorted.map((x) => x.cost) };
@@ -22,15 +24,20 @@ function within(a: Admissions, from: number, to: number): number {
 describe('window metrics', () => {
   it('worstEnvelopeExcess equals the brute-force maximum over all windows', () => {
     fc.assert(
-      fc.property(admissions, fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 1, noNaN: true }), (a, cap, rate) => {
-        let brute = Number.NEGATIVE_INFINITY;
-        for (const from of a.times) {
-          for (const to of a.times) {
-            if (to >= from) brute = Math.max(brute, within(a, from, to) - (cap + rate * (to - from)));
+      fc.property(
+        admissions,
+        fc.integer({ min: 0, max: 20 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (a, cap, rate) => {
+          let brute = Number.NEGATIVE_INFINITY;
+          for (const from of a.times) {
+            for (const to of a.times) {
+              if (to >= from) brute = Math.max(brute, within(a, from, to) - (cap + rate * (to - from)));
+            }
           }
-        }
-        expect(worstEnvelopeExcess(a, cap, rate)).toBeCloseTo(brute, 9);
-      }),
+          expect(worstEnvelopeExcess(a, cap, rate)).toBeCloseTo(brute, 9);
+        },
+      ),
     );
   });
 
