@@ -243,7 +243,7 @@ describe('prometheusObserver', () => {
     const server = await startRedis();
     try {
       const client = trackClient(new Redis(server.url));
-      const store = new RedisStore({ client, prefix: uniquePrefix('obs'), timeoutMs: 200 });
+      const store = new RedisStore({ client, prefix: uniquePrefix('obs'), timeoutMs: 5000 });
       await store.ready();
       const registry = new Registry();
       const limiter = new Limiter({
@@ -254,7 +254,7 @@ describe('prometheusObserver', () => {
       });
       for (let i = 0; i < 5; i++) await limiter.consume('leased', 'k');
       // The refill-ahead after the 5th decision is a real round trip: wait until its lease lands.
-      await vi.waitFor(() => expect(limiter.stats().tokensLeased).toBeGreaterThan(5));
+      await vi.waitFor(() => expect(limiter.stats().tokensLeased).toBeGreaterThan(5), { timeout: 5000 });
       const held = limiter.stats().tokensLeased - 5;
       expect(held, 'tokens held when Redis dies').toBeGreaterThan(0);
       await server.kill();
