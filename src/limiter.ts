@@ -173,9 +173,12 @@ export class Limiter {
     });
     if (failure) throw failure.reason;
     // The allowed rules were refunded, so each reports what is left after the refund.
-    const each = decisions.map((d, i) =>
-      d.allowed ? { ...d, remaining: Math.min(d.limit, d.remaining + checks[i]!.cost) } : d,
-    );
+    const each = decisions.map((d, i) => {
+      if (!d.allowed) return d;
+      const { rule, cost } = checks[i]!;
+      const remaining = Math.min(d.limit, d.remaining + cost);
+      return { ...d, remaining, resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs) };
+    });
     return { ...latestRetry(denied), checks: each };
   }
 

@@ -20,7 +20,7 @@ import {
   unavailableBody,
 } from './response.js';
 import { isEnforced } from './rollout.js';
-import { RouteTable } from './routes.js';
+import { RouteTable, SplitPaths } from './routes.js';
 import {
   ClientList,
   compileCosts,
@@ -159,13 +159,25 @@ export type Outcome =
 
 const NOTHING: Outcome = { action: 'next', headers: [], info: undefined };
 
-interface Identity {
+/** What identifies the sender of a request, read once per request. */
+interface Peer {
   apiKey: string | undefined;
   ip: string | undefined;
   /** `ip` as a key part: IPv6 grouped by prefix. */
   ipKey: string;
+}
+
+interface Identity extends Peer {
   client: string;
   plan: string | undefined;
+}
+
+/** The rules a request meets, with the limiter check of each. */
+interface Plan {
+  results: RuleResult[];
+  enforced: { result: RuleResult; check: Check }[];
+  shadow: { result: RuleResult; check: Check }[];
+  windows: Map<RuleResult, number>;
 }
 
 /**
@@ -202,6 +214,14 @@ export class RateLimitCore<Req> {
           'with `plans`, put rules and costs in the plans file',
         );
       }
+      for (const policy of Object.keys(o.plans.policies)) {
+        if (!hasPolicy(o.limiter, policy)) {
+          throw new ConfigError(
+            'limiter',
+            `has no policy ${JSON.stringify(policy)} of the plans; create it with \`policies: plans.policies\``,
+          );
+        }
+      }
     } else {
       if (!Array.isArray(o.rules) || o.rules.length === 0) {
         throw new ConfigError(
@@ -211,10 +231,11 @@ export class RateLimitCore<Req> {
       }
       const rules = o.rules.map((r, i) => compileRule<Req>(r, `rules[${i}]`));
       for (const [i, r] of rules.entries()) {
-        try {
-          o.limiter.describe(r.policy);
-        } catch (err) {
-          throw new ConfigError(`rules[${i}].policy`, (err as Error).message);
+        if (!hasPolicy(o.limiter, r.policy)) {
+          throw new ConfigError(
+            `rules[${i}].policy`,
+            `the limiter has no policy ${JSON.stringify(r.policy)}`,
+          );
         }
       }
       this.#static = {
@@ -271,24 +292,65 @@ export class RateLimitCore<Req> {
     const view = this.#view(req);
     const custom = o.keyGenerator ? await o.keyGenerator(req) : undefined;
     const user = o.user?.(req);
-    let ids = this.#identify(view, this.#ruleSet(), custom);
-    const allowFn = typeof o.allowList === 'function' && (await o.allowList(req, ids.client));
-    const denyFn = typeof o.denyList === 'function' && (await o.denyList(req, ids.client));
+    const ip = this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
+    const peer: Peer = {
+      ip,
+      ipKey: ip === undefined ? 'unknown' : this.#ip.group(ip),
+      apiKey: readApiKey(view.headers, this.#apiKeyHeader),
+    };
+    const provisional = identify(peer, this.#ruleSet(), custom);
+    const allowFn = typeof o.allowList === 'function' && (await o.allowList(req, provisional.client));
+    const denyFn = typeof o.denyList === 'function' && (await o.denyList(req, provisional.client));
     const cost = this.#cost(req);
 
     // From here to consume() nothing awaits, so a plans reload cannot swap policies underneath.
     const set = this.#ruleSet();
-    ids = this.#identify(view, set, custom);
+    const ids = identify(peer, set, custom);
     if (denyFn || set.deny.has(ids) || this.#deny.has(ids)) return this.#forbidden();
     if (allowFn || set.allow.has(ids) || this.#allow.has(ids)) return NOTHING;
+    let plan: Plan;
+    let decision: Decision | undefined;
+    try {
+      plan = this.#plan(req, view, set, ids, user, cost);
+      if (plan.enforced.length > 0) decision = await o.limiter.consume(plan.enforced.map((r) => r.check));
+    } catch (err) {
+      // A failing store, or policies removed from the limiter while rules still name them.
+      this.#report(err, req);
+      return o.passOnStoreError ? NOTHING : this.#unavailable();
+    }
+    if (plan.results.length === 0) return NOTHING;
+    plan.enforced.forEach((r, i) => {
+      r.result.decision = decision?.checks?.[i];
+    });
+    if (plan.shadow.length > 0 && decision?.allowed !== false) {
+      try {
+        // All-or-nothing among shadow rules too: what enforcing them would have counted.
+        const d = await o.limiter.consume(plan.shadow.map((r) => r.check));
+        plan.shadow.forEach((r, i) => {
+          r.result.decision = d.checks?.[i];
+        });
+      } catch (err) {
+        this.#report(err, req);
+      }
+    }
+    return this.#outcome(req, view, ids, plan.results, plan.windows);
+  }
 
+  /** The rules this request meets, as limiter checks split into enforced and shadow. */
+  #plan(
+    req: Req,
+    view: RequestView,
+    set: RuleSet<Req>,
+    ids: Identity,
+    user: string | undefined,
+    cost: number | undefined,
+  ): Plan {
     const planRules = ids.plan === undefined ? [] : (set.plans.get(ids.plan) ?? []);
-    const routeCost = set.costs.match(view.method, [view.routePattern, view.path])?.value ?? 1;
-    const results: RuleResult[] = [];
-    const checks: { enforced: Check[]; shadow: Check[] } = { enforced: [], shadow: [] };
-    const windows = new Map<RuleResult, number>();
+    const paths = new SplitPaths([view.routePattern, view.path]);
+    const routeCost = set.costs.match(view.method, paths)?.value ?? 1;
+    const plan: Plan = { results: [], enforced: [], shadow: [], windows: new Map() };
     for (const rule of [...set.rules, ...planRules]) {
-      const routeMatch = rule.routes?.match(view.method, [view.routePattern, view.path]);
+      const routeMatch = rule.routes?.match(view.method, paths);
       if (rule.routes && !routeMatch) continue;
       const key = buildKey(
         rule.by.map((part, i) => this.#part(part, i, req, view, ids, user, routeMatch?.pattern)),
@@ -301,40 +363,14 @@ export class RateLimitCore<Req> {
         enforced: isEnforced(rule, ids.client),
         decision: undefined,
       };
-      windows.set(result, o.limiter.describe(rule.policy).windowSeconds);
-      results.push(result);
-      (result.enforced ? checks.enforced : checks.shadow).push({
-        policy: rule.policy,
-        key,
-        cost: result.cost,
+      plan.windows.set(result, this.#o.limiter.describe(rule.policy).windowSeconds);
+      plan.results.push(result);
+      (result.enforced ? plan.enforced : plan.shadow).push({
+        result,
+        check: { policy: rule.policy, key, cost: result.cost },
       });
     }
-    if (results.length === 0) return NOTHING;
-
-    const enforced = results.filter((r) => r.enforced);
-    const shadow = results.filter((r) => !r.enforced);
-    let decision: Decision | undefined;
-    try {
-      if (checks.enforced.length > 0) decision = await o.limiter.consume(checks.enforced);
-    } catch (err) {
-      this.#report(err, req);
-      return o.passOnStoreError ? NOTHING : this.#unavailable();
-    }
-    enforced.forEach((r, i) => {
-      r.decision = decision?.checks?.[i];
-    });
-    if (shadow.length > 0 && decision?.allowed !== false) {
-      try {
-        // All-or-nothing among shadow rules too: what enforcing them would have counted.
-        const d = await o.limiter.consume(checks.shadow);
-        shadow.forEach((r, i) => {
-          r.decision = d.checks?.[i];
-        });
-      } catch (err) {
-        this.#report(err, req);
-      }
-    }
-    return this.#outcome(req, view, ids, results, windows);
+    return plan;
   }
 
   #outcome(
@@ -400,16 +436,6 @@ export class RateLimitCore<Req> {
 
   #ruleSet(): RuleSet<Req> {
     return this.#static ?? (this.#o.plans!.ruleSet() as RuleSet<Req>);
-  }
-
-  #identify(view: RequestView, set: RuleSet<Req>, custom: string | undefined): Identity {
-    const ip = this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
-    const ipKey = ip === undefined ? 'unknown' : this.#ip.group(ip);
-    const apiKey = readApiKey(view.headers, this.#apiKeyHeader);
-    const listed = apiKey !== undefined ? set.keys.get(apiKey) : undefined;
-    const client =
-      typeof custom === 'string' ? custom : listed !== undefined ? `apiKey=${apiKey}` : `ip=${ipKey}`;
-    return { apiKey, ip, ipKey, client, plan: listed ?? set.defaultPlan };
   }
 
   #part(
@@ -491,6 +517,27 @@ export class RateLimitCore<Req> {
     if (this.#o.onError) this.#o.onError(err, req);
     else
       process.emitWarning(err instanceof Error ? err : new Error(String(err)), { code: 'TOKENLEASE_HTTP' });
+  }
+}
+
+/** Who the request is from, under one rule set (which decides whether its API key is listed). */
+function identify(
+  peer: Peer,
+  set: Pick<RuleSet<unknown>, 'keys' | 'defaultPlan'>,
+  custom: string | undefined,
+): Identity {
+  const listed = peer.apiKey !== undefined ? set.keys.get(peer.apiKey) : undefined;
+  const client =
+    typeof custom === 'string' ? custom : listed !== undefined ? `apiKey=${peer.apiKey}` : `ip=${peer.ipKey}`;
+  return { apiKey: peer.apiKey, ip: peer.ip, ipKey: peer.ipKey, client, plan: listed ?? set.defaultPlan };
+}
+
+function hasPolicy(limiter: Limiter, policy: string): boolean {
+  try {
+    limiter.describe(policy);
+    return true;
+  } catch {
+    return false;
   }
 }
 

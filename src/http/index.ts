@@ -1,6 +1,6 @@
 // tokenlease/http: the framework-agnostic core and the node:http adapter. Loads no framework;
 // Express and Fastify adapters live in `tokenlease/express` and `tokenlease/fastify`.
-export { ClientIp, type ClientIpOptions, type TrustProxy } from './clientIp.js';
+export { ClientIp, type ClientIpOptions, IpRanges, type TrustProxy } from './clientIp.js';
 export {
   type Outcome,
   RateLimitCore,

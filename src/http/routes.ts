@@ -22,6 +22,15 @@ export interface RouteMatch<T> {
 
 const METHOD = /^[A-Z]+$/;
 
+/** A request's paths split into segments once, for matching against several tables. */
+export class SplitPaths {
+  readonly segments: readonly (readonly string[])[];
+
+  constructor(paths: readonly (string | undefined)[]) {
+    this.segments = paths.flatMap((p) => (p === undefined ? [] : [segmentsOf(p)]));
+  }
+}
+
 /** A table from route patterns to values, matched most-specific first. */
 export class RouteTable<T> {
   readonly #patterns: Pattern<T>[];
@@ -37,9 +46,10 @@ export class RouteTable<T> {
   }
 
   /** The most specific pattern matching `method` and any of `paths` (tried in order). */
-  match(method: string, paths: readonly (string | undefined)[]): RouteMatch<T> | undefined {
+  match(method: string, paths: readonly (string | undefined)[] | SplitPaths): RouteMatch<T> | undefined {
+    if (this.#patterns.length === 0) return undefined;
     const upper = method.toUpperCase();
-    const split = paths.flatMap((p) => (p === undefined ? [] : [segmentsOf(p)]));
+    const split = paths instanceof SplitPaths ? paths.segments : new SplitPaths(paths).segments;
     for (const p of this.#patterns) {
       if (p.method !== undefined && p.method !== upper) continue;
       if (split.some((segments) => matches(p, segments))) return { pattern: p.pattern, value: p.value };

@@ -1,6 +1,5 @@
-import { BlockList, isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
-import { addRange, normalize } from './clientIp.js';
+import { IpRanges, normalize } from './clientIp.js';
 import { RouteTable } from './routes.js';
 
 /**
@@ -155,7 +154,7 @@ export function compileCosts(raw: unknown, field: string): RouteTable<number> {
 /** Allow or deny list entries: API keys / client keys, IP addresses and CIDR ranges. */
 export class ClientList {
   readonly #keys = new Set<string>();
-  readonly #ips = new BlockList();
+  readonly #ips = new IpRanges();
   readonly size: number;
 
   constructor(raw: unknown, field: string) {
@@ -166,8 +165,7 @@ export class ClientList {
       if (typeof entry !== 'string' || entry.length === 0) {
         throw new ConfigError(`${field}[${i}]`, `expected a non-empty string, got ${JSON.stringify(entry)}`);
       }
-      const address = entry.split('/')[0] ?? '';
-      if (isIP(address) !== 0) addRange(this.#ips, entry, `${field}[${i}]`);
+      if (normalize(entry.split('/')[0]) !== undefined) this.#ips.add(entry, `${field}[${i}]`);
       else this.#keys.add(entry);
     });
     this.size = raw.length;
@@ -178,8 +176,7 @@ export class ClientList {
     if (this.size === 0) return false;
     if (ids.apiKey !== undefined && this.#keys.has(ids.apiKey)) return true;
     if (ids.client !== undefined && this.#keys.has(ids.client)) return true;
-    const ip = normalize(ids.ip);
-    return ip !== undefined && this.#ips.check(ip, isIP(ip) === 6 ? 'ipv6' : 'ipv4');
+    return ids.ip !== undefined && this.#ips.has(ids.ip);
   }
 }
 

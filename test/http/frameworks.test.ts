@@ -5,7 +5,12 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimit as expressRateLimit } from '../../src/http/express.js';
 import { rateLimitPlugin } from '../../src/http/fastify.js';
-import { rateLimit as nodeRateLimit, type RateLimitInfo, rolloutPosition } from '../../src/http/index.js';
+import {
+  rateLimit as nodeRateLimit,
+  Plans,
+  type RateLimitInfo,
+  rolloutPosition,
+} from '../../src/http/index.js';
 import type { Limiter } from '../../src/index.js';
 import { memoryLimiter, parseRateLimit, tokenBucket, virtualClock } from './servers.js';
 
@@ -241,6 +246,54 @@ describe('node:http', () => {
     expect((await from('203.0.113.50')).status).toBe(403);
     expect((await from('192.0.2.1', 'k_leaked')).status).toBe(403);
     for (let i = 0; i < 3; i++) expect((await from('198.51.100.9')).status).toBe(200);
+  });
+
+  it('answers 503, not 500, when the limiter lost a policy a rule names, and reports it', async () => {
+    const { clock, limiter } = limiterFor({ p: tokenBucket(10), other: tokenBucket(10) });
+    const errors: unknown[] = [];
+    const url = await nodeServer(limiter, {
+      rules: [{ policy: 'p' }],
+      onError: (e) => errors.push(e),
+      now: clock.now,
+    });
+    expect((await fetch(url)).status).toBe(200);
+    limiter.setPolicies({ other: tokenBucket(10) });
+    const res = await fetch(url);
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(String(errors[0])).toMatch(/unknown policy "p"/);
+  });
+
+  it('rejects bad options eagerly, naming the option', () => {
+    const { limiter } = limiterFor({ p: tokenBucket(10) });
+    expect(() => nodeRateLimit({ limiter, rules: [] })).toThrow(
+      'Invalid `rules`: expected at least one rule',
+    );
+    expect(() => nodeRateLimit({ limiter, rules: [{ policy: 'q' }] })).toThrow(
+      'Invalid `rules[0].policy`: the limiter has no policy "q"',
+    );
+    expect(() => nodeRateLimit({ limiter, rules: [{ policy: 'p', by: 'tenant' as never }] })).toThrow(
+      'Invalid `rules[0].by`',
+    );
+    expect(() => nodeRateLimit({ limiter, rules: [{ policy: 'p' }], statusCode: 200 })).toThrow(
+      'Invalid `statusCode`',
+    );
+    expect(() => nodeRateLimit({ limiter, rules: [{ policy: 'p' }], costs: { '/x': -1 } })).toThrow(
+      'Invalid `costs["/x"]`: expected a positive number, got -1',
+    );
+    expect(() => nodeRateLimit({ limiter, rules: [{ policy: 'p' }], trustProxy: ['nope'] })).toThrow(
+      'Invalid `trustProxy[0]`',
+    );
+    expect(() => nodeRateLimit({ limiter: {} as Limiter, rules: [{ policy: 'p' }] })).toThrow(
+      'Invalid `limiter`',
+    );
+    const plans = Plans.parse('rules: { r: { rate: 1 } }');
+    expect(() => nodeRateLimit({ limiter, plans })).toThrow(
+      'Invalid `limiter`: has no policy "*/r" of the plans; create it with `policies: plans.policies`',
+    );
+    expect(() => nodeRateLimit({ limiter, plans, rules: [{ policy: 'p' }] })).toThrow(
+      'Invalid `rules`: with `plans`, put rules and costs in the plans file',
+    );
   });
 
   it('answers a request costing more than the limit with 429 and no Retry-After', async () => {

@@ -124,7 +124,7 @@ describe('plans file validation', () => {
   });
 });
 
-describe('Limiter.setPolicies', () => {
+describe('Limiter: setPolicies, describe, per-rule decisions', () => {
   const bucket = (rate: number) => ({ algorithm: 'token-bucket' as const, rate, period: '1s' as const });
 
   it('keeps the leases of unchanged policies and hands back those of changed and removed ones', async () => {
@@ -159,6 +159,31 @@ describe('Limiter.setPolicies', () => {
     expect(limiter.stats().localDecisions, 'the kept lease answers locally').toBe(after.localDecisions + 1);
     expect(limiter.describe('change')).toEqual({ limit: 50, windowSeconds: 1 });
     await expect(limiter.consume('drop', 'k')).rejects.toThrow(/unknown policy "drop"/);
+  });
+
+  it('a multi-rule decision carries each rule, the refunded ones as they stand after the refund', async () => {
+    const clock = virtualClock();
+    const limiter = new Limiter({
+      policies: { fast: bucket(10), slow: { algorithm: 'token-bucket', rate: 1, period: '1m', burst: 1 } },
+      now: clock.now,
+      sweepIntervalMs: 0,
+    });
+    cleanup.push(() => limiter.close());
+    const checks = [
+      { policy: 'fast', key: 'k', cost: 2 },
+      { policy: 'slow', key: 'k' },
+    ];
+    const first = await limiter.consume(checks);
+    expect(first.checks?.map((d) => [d.policy, d.allowed, d.remaining])).toEqual([
+      ['fast', true, 8],
+      ['slow', true, 0],
+    ]);
+    const second = await limiter.consume(checks);
+    expect(second).toMatchObject({ allowed: false, policy: 'slow', retryAfterMs: 60_000 });
+    expect(second.checks?.map((d) => [d.policy, d.allowed, d.remaining, d.resetMs])).toEqual([
+      ['fast', true, 8, 200],
+      ['slow', false, 0, 60_000],
+    ]);
   });
 
   it('rejects an invalid set eagerly and keeps the old one', async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   buildKey,
   ClientIp,
+  IpRanges,
   pathOf,
   RouteTable,
   type RuleState,
@@ -50,6 +51,31 @@ describe('ClientIp', () => {
     ['192.0.2.1', 64, '192.0.2.1'],
   ])('groups %s by /%s', (address, subnet, expected) => {
     expect(new ClientIp({ ipv6Subnet: subnet as number | false }).group(address)).toBe(expected);
+  });
+
+  it.each([
+    ['10.0.0.0/8', '10.255.1.2', true],
+    ['10.0.0.0/8', '11.0.0.1', false],
+    ['192.0.2.7', '192.0.2.7', true],
+    ['192.0.2.7', '192.0.2.8', false],
+    ['0.0.0.0/0', '203.0.113.9', true],
+    ['172.16.0.0/12', '172.31.255.255', true],
+    ['172.16.0.0/12', '172.32.0.0', false],
+    ['2001:db8::/32', '2001:db8:ffff::1', true],
+    ['2001:db8::/32', '2001:db9::1', false],
+    ['fe80::/10', 'febf::1', true],
+    ['2001:db8::/32', '10.0.0.1', false],
+    ['::ffff:10.0.0.0/104', '10.1.2.3', false],
+  ])('range %s contains %s: %s', (range, address, expected) => {
+    if (range.startsWith('::ffff:')) {
+      expect(() => new IpRanges().add(range, 'r'), 'IPv4-mapped ranges are IPv4 ranges (max /32)').toThrow(
+        'Invalid `r`',
+      );
+      return;
+    }
+    const ranges = new IpRanges();
+    ranges.add(range, 'r');
+    expect(ranges.has(address)).toBe(expected);
   });
 
   it('rejects bad settings naming the option', () => {
