@@ -20,7 +20,7 @@ import {
   unavailableBody,
 } from './response.js';
 import { isEnforced } from './rollout.js';
-import { RouteTable, SplitPaths } from './routes.js';
+import { normalizePath, RouteTable, SplitPaths } from './routes.js';
 import {
   ClientList,
   compileCosts,
@@ -314,7 +314,8 @@ export class RateLimitCore<Req> {
       plan = this.#plan(req, view, set, ids, user, cost);
       if (plan.enforced.length > 0) decision = await o.limiter.consume(plan.enforced.map((r) => r.check));
     } catch (err) {
-      // A failing store, or policies removed from the limiter while rules still name them.
+      // A failing store, a `by` function that threw, or a policy removed from the limiter while a
+      // rule still names it: the same answer as a store failure, never a 500.
       this.#report(err, req);
       return o.passOnStoreError ? NOTHING : this.#unavailable();
     }
@@ -349,11 +350,12 @@ export class RateLimitCore<Req> {
     const paths = new SplitPaths([view.routePattern, view.path]);
     const routeCost = set.costs.match(view.method, paths)?.value ?? 1;
     const plan: Plan = { results: [], enforced: [], shadow: [], windows: new Map() };
+    const route = `${view.method} ${view.routePattern ?? normalizePath(view.path)}`;
     for (const rule of [...set.rules, ...planRules]) {
       const routeMatch = rule.routes?.match(view.method, paths);
       if (rule.routes && !routeMatch) continue;
       const key = buildKey(
-        rule.by.map((part, i) => this.#part(part, i, req, view, ids, user, routeMatch?.pattern)),
+        rule.by.map((part, i) => this.#part(part, i, req, ids, user, routeMatch?.pattern ?? route)),
       );
       const result: RuleResult = {
         name: rule.name,
@@ -442,10 +444,9 @@ export class RateLimitCore<Req> {
     part: KeyPart<Req>,
     index: number,
     req: Req,
-    view: RequestView,
     ids: Identity,
     user: string | undefined,
-    routePattern: string | undefined,
+    route: string,
   ): [string, string] {
     const byIp: [string, string] = ['ip', ids.ipKey];
     switch (part) {
@@ -458,7 +459,7 @@ export class RateLimitCore<Req> {
       case 'ip':
         return byIp;
       case 'route':
-        return ['route', routePattern ?? `${view.method} ${view.routePattern ?? view.path}`];
+        return ['route', route];
       case 'global':
         return ['global', '*'];
       default: {

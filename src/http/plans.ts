@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type FSWatcher, readFileSync, type StatWatcher, unwatchFile, watch, watchFile } from 'node:fs';
+import { type FSWatcher, readFileSync, unwatchFile, watch, watchFile } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
 import { ConfigError, TokenleaseError } from '../errors.js';
@@ -102,7 +102,7 @@ export class Plans {
   readonly source: string;
   #compiled: Compiled;
   #watcher: FSWatcher | undefined;
-  #poller: StatWatcher | undefined;
+  #poller: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #watch: WatchOptions | undefined;
 
@@ -148,11 +148,12 @@ export class Plans {
       this.#timer = setTimeout(() => this.reload(), debounce);
     };
     if (options.pollIntervalMs !== undefined) {
-      this.#poller = watchFile(
-        this.source,
-        { interval: options.pollIntervalMs, persistent: false },
-        schedule,
-      );
+      const interval = options.pollIntervalMs;
+      if (!(interval > 0 && Number.isFinite(interval))) {
+        throw new ConfigError('pollIntervalMs', `expected a number of ms > 0, got ${String(interval)}`);
+      }
+      watchFile(this.source, { interval, persistent: false }, schedule);
+      this.#poller = schedule;
     } else {
       const file = basename(this.source);
       this.#watcher = watch(dirname(this.source), { persistent: false }, (_event, name) => {
@@ -197,7 +198,7 @@ export class Plans {
     clearTimeout(this.#timer);
     this.#watcher?.close();
     this.#watcher = undefined;
-    if (this.#poller) unwatchFile(this.source);
+    if (this.#poller) unwatchFile(this.source, this.#poller);
     this.#poller = undefined;
   }
 

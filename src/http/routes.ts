@@ -80,6 +80,11 @@ function matches(p: Pattern<unknown>, segments: readonly string[]): boolean {
   return p.segments.every((s, i) => s.startsWith(':') || s === segments[i]);
 }
 
+/** The path as routing sees it (`//users//42/` -> `/users/42`), so variants share a `route` key. */
+export function normalizePath(path: string): string {
+  return `/${segmentsOf(path).join('/')}`;
+}
+
 /**
  * Path segments after normalising what clients can vary without changing the route: repeated and
  * trailing slashes, and percent-escapes of unreserved characters (`/r%65ports` is `/reports`).

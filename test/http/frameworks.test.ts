@@ -264,6 +264,15 @@ describe('node:http', () => {
     expect(String(errors[0])).toMatch(/unknown policy "p"/);
   });
 
+  it('counts spellings of one path as one route: slashes and escaped unreserved characters', async () => {
+    const { clock, limiter } = limiterFor({ p: tokenBucket(1, '1m', 2) });
+    const url = await nodeServer(limiter, { rules: [{ policy: 'p', by: 'route' }], now: clock.now });
+    const statuses = [];
+    for (const path of ['/a/b', '//a//b/', '/%61/b']) statuses.push((await fetch(`${url}${path}`)).status);
+    expect(statuses).toEqual([200, 200, 429]);
+    expect((await fetch(`${url}/a/c`)).status, 'another route').toBe(200);
+  });
+
   it('rejects bad options eagerly, naming the option', () => {
     const { limiter } = limiterFor({ p: tokenBucket(10) });
     expect(() => nodeRateLimit({ limiter, rules: [] })).toThrow(

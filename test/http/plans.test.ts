@@ -107,6 +107,24 @@ describe('plans file validation', () => {
     );
   });
 
+  it('reloads by polling where file events are unavailable', async () => {
+    const path = tempFile('plans.json', JSON.stringify({ rules: { r: { rate: 1 } } }));
+    const plans = Plans.fromFile(path);
+    const limiter = new Limiter({ policies: plans.policies, sweepIntervalMs: 0 });
+    cleanup.push(
+      () => limiter.close(),
+      () => plans.close(),
+    );
+    const reloaded = new Promise<PlansChange>((resolve) => {
+      plans.watch({ limiter, pollIntervalMs: 20, debounceMs: 0, onReload: resolve });
+    });
+    // The poller compares against its first stat, taken asynchronously: change the file after it.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    writeFileSync(path, JSON.stringify({ rules: { r: { rate: 7 } } }));
+    expect(await reloaded).toEqual({ added: [], changed: ['*/r'], removed: [] });
+    expect(limiter.describe('*/r').limit).toBe(7);
+  });
+
   it('compiles policies named <plan>/<rule> and */<rule>', () => {
     const plans = Plans.parse(`${PLANS(5)}rules:\n  per-ip: { rate: 50, by: ip }\n`);
     expect(Object.keys(plans.policies).sort()).toEqual([
