@@ -9,7 +9,7 @@ export {
   StoreTimeoutError,
   TokenleaseError,
 } from './errors.js';
-export { Limiter, type LimiterOptions, type LimiterStats } from './limiter.js';
+export { Limiter, type LimiterOptions, type LimiterStats, type PolicyDescription } from './limiter.js';
 export { type DecisionLogEntry, type DecisionLogOptions, decisionLog } from './observe/decisionLog.js';
 export type {
   BreakerEvent,

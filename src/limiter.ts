@@ -54,6 +54,13 @@ export interface LimiterOptions {
   offenders?: OffendersOptions | false;
 }
 
+/** See `Limiter.describe`. */
+export interface PolicyDescription {
+  limit: number;
+  /** Seconds to restore the whole limit from empty (at least 1): the policy's window. */
+  windowSeconds: number;
+}
+
 export interface LimiterStats extends TelemetryCounts {
   /** Store calls made (acquisitions and returns). */
   storeCalls: number;
@@ -108,7 +115,7 @@ function positiveInteger(value: unknown, field: string): number {
  */
 export class Limiter {
   readonly #store: Store;
-  readonly #rules: Map<string, Rule>;
+  #rules: Map<string, Rule>;
   readonly #now: () => number;
   readonly #gate: LimitFunction;
   readonly #entries: LRUCache<string, Entry>;
@@ -140,7 +147,8 @@ export class Limiter {
     this.#gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
     this.#entries = new LRUCache<string, Entry>({
       max: positiveInteger(options.maxKeys ?? 100_000, 'maxKeys'),
-      dispose: (entry, _id, reason) => this.#returnUnused(entry, reason === 'evict' ? 'evicted' : 'closed'),
+      dispose: (entry, _id, reason) =>
+        this.#returnUnused(entry, reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
     const sweepMs = options.sweepIntervalMs ?? 500;
     if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
@@ -150,7 +158,7 @@ export class Limiter {
       observers: options.observers,
       offenders: options.offenders,
       now: this.#now,
-      policies: [...this.#rules.keys()],
+      policies: () => [...this.#rules.keys()],
       stats: () => this.stats(),
     });
     this.#store = this.#telemetry.instrument(store);
@@ -174,27 +182,66 @@ export class Limiter {
       if (c.route !== undefined && typeof c.route !== 'string') {
         throw new ArgumentError(`checks[${i}].route`, `expected a string, got ${typeof c.route}`);
       }
+      if (c.shadow !== undefined && typeof c.shadow !== 'boolean') {
+        throw new ArgumentError(`checks[${i}].shadow`, `expected a boolean, got ${typeof c.shadow}`);
+      }
       return {
         rule: this.#rule(c.policy, `checks[${i}].policy`),
         key: this.#key(c.key, `checks[${i}].key`),
         cost: checkCost(c.cost ?? 1, `checks[${i}].cost`),
-        route: c.route,
+        check: c,
       };
     });
     const settled = await Promise.allSettled(
-      checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost, c.route)),
+      checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost, c.check)),
     );
     const decisions = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failure = settled.find((s) => s.status === 'rejected');
     const denied = decisions.filter((d) => !d.allowed);
-    if (failure === undefined && denied.length === 0) return tightest(decisions);
+    if (failure === undefined && denied.length === 0) return { ...tightest(decisions), checks: decisions };
     const now = this.#now();
     checks.forEach((c, i) => {
       const s = settled[i];
       if (s?.status === 'fulfilled' && s.value.allowed) this.#refund(c.rule, c.key, c.cost, now);
     });
     if (failure) throw failure.reason;
-    return latestRetry(denied);
+    // The allowed rules were refunded, so each reports what is left after the refund.
+    const each = decisions.map((d, i) => {
+      if (!d.allowed) return d;
+      const { rule, cost } = checks[i]!;
+      const remaining = Math.min(d.limit, d.remaining + cost);
+      return { ...d, remaining, resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs) };
+    });
+    return { ...latestRetry(denied), checks: each };
+  }
+
+  /**
+   * What a policy allows, for response headers (e.g. `RateLimit-Policy: "per-key";q=100;w=1`):
+   * its limit and the whole seconds it takes to restore the limit from empty.
+   */
+  describe(policy: string): PolicyDescription {
+    const rule = this.#rule(policy, 'policy');
+    return {
+      limit: rule.burst,
+      windowSeconds: Math.max(1, Math.ceil(rule.burst / rule.ratePerMs / 1000)),
+    };
+  }
+
+  /**
+   * Replaces the policies without a restart. Validated eagerly: on a `ConfigError` nothing changes.
+   * A policy whose compiled rule is unchanged keeps its local state and leases; a changed or removed
+   * one hands its leased tokens back (the shared bucket under the same name carries on).
+   */
+  setPolicies(policies: Record<string, PolicyConfig>): void {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const next = compilePolicies(policies);
+    for (const [name, rule] of this.#rules) {
+      const fresh = next.get(name);
+      if (fresh && JSON.stringify(fresh) === JSON.stringify(rule)) next.set(name, rule);
+    }
+    this.#rules = next;
+    const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
+    for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }
 
   /** Hands back leases whose time is up. Runs on a timer unless `sweepIntervalMs` is 0. */
@@ -281,14 +328,15 @@ export class Limiter {
     return entry;
   }
 
-  async #consumeOne(rule: Rule, key: string, cost: number, route?: string): Promise<Decision> {
+  /** `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow). */
+  async #consumeOne(rule: Rule, key: string, cost: number, check?: Check): Promise<Decision> {
     this.#stats.decisions++;
     const entry = this.#entry(rule, key);
     noteDemand(entry.demand, this.#now(), cost);
     if (cost > rule.burst) {
-      return this.#answer(0, cost, route, this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY));
+      return this.#answer(0, cost, check, this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY));
     }
-    if (rule.exact) return this.#consumeExact(entry, cost, route);
+    if (rule.exact) return this.#consumeExact(entry, cost, check);
     for (let attempt = 0; ; attempt++) {
       const now = this.#now();
       if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) {
@@ -296,26 +344,26 @@ export class Limiter {
       }
       if (lease.take(entry.segments, now, cost)) {
         this.#refillAhead(entry, now);
-        return this.#answer(attempt, cost, route, this.#allow(entry, now));
+        return this.#answer(attempt, cost, check, this.#allow(entry, now));
       }
       // Tokens already reserved for us exist later: the shared bucket is empty until then.
       const wait = lease.msUntilAvailable(entry.segments, now, cost);
-      if (Number.isFinite(wait)) return this.#answer(attempt, cost, route, this.#deny(entry, now, wait));
+      if (Number.isFinite(wait)) return this.#answer(attempt, cost, check, this.#deny(entry, now, wait));
       if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-        return this.#answer(attempt, cost, route, this.#deny(entry, now, entry.deniedUntil - now));
+        return this.#answer(attempt, cost, check, this.#deny(entry, now, entry.deniedUntil - now));
       }
       if (attempt === MAX_ATTEMPTS) {
-        return this.#answer(attempt, cost, route, this.#deny(entry, now, cost / rule.ratePerMs));
+        return this.#answer(attempt, cost, check, this.#deny(entry, now, cost / rule.ratePerMs));
       }
       await this.#acquire(entry, cost - lease.unused(entry.segments));
     }
   }
 
   /** Exact mode: one store call per decision, nothing held locally but the deny cache. */
-  async #consumeExact(entry: Entry, cost: number, route: string | undefined): Promise<Decision> {
+  async #consumeExact(entry: Entry, cost: number, check: Check | undefined): Promise<Decision> {
     const now = this.#now();
     if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-      return this.#answer(0, cost, route, this.#deny(entry, now, entry.deniedUntil - now));
+      return this.#answer(0, cost, check, this.#deny(entry, now, entry.deniedUntil - now));
     }
     const { rule } = entry;
     const request = {
@@ -336,16 +384,17 @@ export class Limiter {
     const at = this.#now();
     entry.level = result.levelBefore - result.granted;
     entry.levelAt = at;
-    if (result.granted > 0) return this.#answer(1, cost, route, this.#allow(entry, at));
+    if (result.granted > 0) return this.#answer(1, cost, check, this.#allow(entry, at));
     entry.deniedUntil = at + msUntilRoom(result.levelBefore, request);
     entry.deniedCost = cost;
-    return this.#answer(1, cost, route, this.#deny(entry, at, entry.deniedUntil - at));
+    return this.#answer(1, cost, check, this.#deny(entry, at, entry.deniedUntil - at));
   }
 
   /** `storeWaits`: store calls this decision waited for (0: answered locally). */
-  #answer(storeWaits: number, cost: number, route: string | undefined, decision: Decision): Decision {
+  #answer(storeWaits: number, cost: number, check: Check | undefined, decision: Decision): Decision {
     if (storeWaits === 0) this.#stats.localDecisions++;
-    this.#telemetry.decided(decision, cost, route, storeWaits === 0 ? 'lease' : 'store');
+    const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
+    this.#telemetry.decided(decision, cost, check?.route, storeWaits === 0 ? 'lease' : 'store', outcome);
     return decision;
   }
 

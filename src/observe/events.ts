@@ -2,9 +2,9 @@ import type { LimiterStats } from '../limiter.js';
 import type { HeavyHitter } from './spaceSaving.js';
 
 /**
- * How a decision came out. The core limiter decides `allowed` and `denied`; `shadow-denied`
- * (a rule in dry-run mode that would have denied) and `failed-open` / `failed-closed` (the store
- * failed and the fail policy answered) are reported by those features where they are enabled.
+ * How a decision came out: `allowed`, `denied`, `shadow-denied` (a check marked `shadow: true`
+ * that would have been denied), and `failed-open` / `failed-closed` (the store failed and the fail
+ * policy answered, where one is configured).
  */
 export type Outcome = 'allowed' | 'denied' | 'shadow-denied' | 'failed-open' | 'failed-closed';
 
@@ -19,7 +19,7 @@ export type Source = 'lease' | 'store' | 'fallback';
 export type DenyReason = 'limit' | 'cost-above-limit';
 
 /** Why leased tokens went back to the store. */
-export type ReturnReason = 'expired' | 'evicted' | 'closed' | 'orphaned';
+export type ReturnReason = 'expired' | 'evicted' | 'closed' | 'orphaned' | 'reconfigured';
 
 /** One rule's decision. A multi-rule `consume` emits one per rule. */
 export interface DecisionEvent {
@@ -73,7 +73,7 @@ export interface BreakerEvent {
 
 /** What an observer can read from the limiter when it wants to (e.g. on a metrics scrape). */
 export interface ObservedLimiter {
-  /** The configured policy names. */
+  /** The configured policy names (current: `setPolicies` may change them). */
   readonly policies: readonly string[];
   stats(): LimiterStats;
   /** The `n` most denied keys of `policy` and the (decayed) weight of all its recent denials. */

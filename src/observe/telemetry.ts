@@ -49,7 +49,8 @@ interface TelemetryOptions {
   observers: unknown;
   offenders: unknown;
   now: () => number;
-  policies: readonly string[];
+  /** The current policy names. */
+  policies: () => readonly string[];
   stats: () => LimiterStats;
 }
 
@@ -69,7 +70,7 @@ function readObservers(value: unknown): Observer[] {
   return value as Observer[];
 }
 
-function readOffenders(value: unknown, now: number): (() => SpaceSaving) | undefined {
+function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefined {
   if (value === false) return undefined;
   if (value !== undefined && (typeof value !== 'object' || value === null)) {
     throw new ConfigError('offenders', 'expected { capacity?, halfLife? } or false');
@@ -80,7 +81,7 @@ function readOffenders(value: unknown, now: number): (() => SpaceSaving) | undef
     throw new ConfigError('offenders.capacity', `expected an integer from 1 and up, got ${String(capacity)}`);
   }
   const halfLifeMs = parseDuration(raw.halfLife ?? '1m', 'offenders.halfLife');
-  return () => new SpaceSaving(capacity, halfLifeMs, now);
+  return (now) => new SpaceSaving(capacity, halfLifeMs, now);
 }
 
 /**
@@ -104,6 +105,8 @@ export class Telemetry {
   readonly #onLease: Observer[];
   readonly #onBreaker: Observer[];
   readonly #faulty = new WeakSet<Observer>();
+  /** Per policy, created on its first denial; undefined when `offenders: false`. */
+  readonly #newSketch: ((now: number) => SpaceSaving) | undefined;
   readonly #offenders = new Map<string, SpaceSaving>();
   readonly #view: ObservedLimiter;
 
@@ -114,10 +117,11 @@ export class Telemetry {
     this.#onStoreCall = this.#observers.filter((o) => typeof o.storeCall === 'function');
     this.#onLease = this.#observers.filter((o) => typeof o.lease === 'function');
     this.#onBreaker = this.#observers.filter((o) => typeof o.breaker === 'function');
-    const sketch = readOffenders(options.offenders, options.now());
-    if (sketch) for (const policy of options.policies) this.#offenders.set(policy, sketch());
+    this.#newSketch = readOffenders(options.offenders);
     this.#view = {
-      policies: options.policies,
+      get policies() {
+        return options.policies();
+      },
       stats: options.stats,
       offenders: (policy, n) => {
         const sketch = this.#offenders.get(policy);
@@ -144,7 +148,15 @@ export class Telemetry {
   ): void {
     this.counts.outcomes[outcome]++;
     const denied = outcome === 'denied' || outcome === 'shadow-denied';
-    if (denied) this.#offenders.get(decision.policy)?.offer(decision.key, 1, this.#now());
+    if (denied && this.#newSketch) {
+      const now = this.#now();
+      let sketch = this.#offenders.get(decision.policy);
+      if (sketch === undefined) {
+        sketch = this.#newSketch(now);
+        this.#offenders.set(decision.policy, sketch);
+      }
+      sketch.offer(decision.key, 1, now);
+    }
     if (this.#onDecision.length === 0) return;
     const event: DecisionEvent = {
       policy: decision.policy,

@@ -80,8 +80,8 @@ export interface RankedDenials {
 }
 
 /**
- * Ranks 1..topN of every policy of the given limiters (summed per key across limiters), always all
- * ranks, so the exported label set is fixed: policies × ranks.
+ * Ranks 1..topN (summed per key across limiters) of every policy with recent denials; all ranks of
+ * such a policy, so the label set stays within policies × ranks and a rank's series does not flicker.
  */
 export function rankDenials(limiters: Iterable<ObservedLimiter>, topN: number): RankedDenials[] {
   const byPolicy = new Map<string, { merged: Map<string, number>; total: number }>();
@@ -99,6 +99,7 @@ export function rankDenials(limiters: Iterable<ObservedLimiter>, topN: number): 
   }
   const out: RankedDenials[] = [];
   for (const [policy, { merged, total }] of byPolicy) {
+    if (merged.size === 0) continue;
     const ranked = [...merged.values()].sort((a, b) => b - a);
     for (let rank = 1; rank <= topN; rank++) {
       const count = ranked[rank - 1] ?? 0;

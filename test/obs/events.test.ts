@@ -141,6 +141,36 @@ describe('observer events', () => {
     ]);
   });
 
+  it('reports a check marked shadow that would be denied as shadow-denied', async () => {
+    const { limiter, decisions } = setup();
+    await limiter.consume([{ policy: 'exact', key: 'k', cost: 11, shadow: true }]);
+    await limiter.consume([{ policy: 'exact', key: 'k', cost: 5, shadow: true }]);
+    expect(decisions.map((e) => [e.outcome, e.reason])).toEqual([
+      ['shadow-denied', 'cost-above-limit'],
+      ['allowed', undefined],
+    ]);
+    expect(limiter.topDenied('exact')).toEqual([{ key: 'k', count: 1, error: 0 }]);
+    expect(limiter.stats().outcomes['shadow-denied']).toBe(1);
+  });
+
+  it('reports leases handed back because setPolicies changed their policy as reconfigured', async () => {
+    const { limiter, leases } = setup();
+    await limiter.consume('leased', 'a');
+    await settle();
+    leases.length = 0;
+    limiter.setPolicies({ exact, leased: { ...leased, rate: 50 } });
+    expect(leases).toEqual([
+      { kind: 'returned', policy: 'leased', key: 'a', tokens: 1, reason: 'reconfigured' },
+    ]);
+  });
+
+  it('keeps top offenders for a policy added by setPolicies', async () => {
+    const { limiter } = setup();
+    limiter.setPolicies({ exact, added: exact });
+    await limiter.consume('added', 'k', 11);
+    expect(limiter.topDenied('added')).toEqual([{ key: 'k', count: 1, error: 0 }]);
+  });
+
   it('reports a lease that lands after its key was evicted as orphaned and hands it back', async () => {
     const { limiter, leases } = setup({ maxKeys: 1 });
     // Both miss at once: 'b' evicts 'a' while a's store call is in flight.

@@ -174,6 +174,16 @@ describe('prometheusObserver', () => {
     ]);
   });
 
+  it('exports top offenders only for policies with recent denials, following setPolicies', async () => {
+    const { limiter, registry } = setup();
+    expect(await samples(registry, 'tokenlease_top_denied'), 'no denials yet').toEqual([]);
+    limiter.setPolicies({ ...policies, added: policies.exact! });
+    await limiter.consume('added', 'k', 11);
+    expect(await samples(registry, 'tokenlease_top_denied')).toEqual(
+      [1, 0, 0, 0, 0].map((v, i) => `tokenlease_top_denied{policy="added",rank="${i + 1}"} ${v}`),
+    );
+  });
+
   it('writes only to the registry it is given, under its prefix', async () => {
     const before = (await globalRegistry.getMetricsAsJSON()).length;
     const { limiter } = setup();
