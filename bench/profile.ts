@@ -30,6 +30,8 @@ export interface Profile {
     /** Distinct keys the server decides on: 1 (one hot client) or a Zipf population. */
     readonly keys: readonly number[];
   };
+  /** bench/metrics-overhead.ts: rounds and decisions per side per round. */
+  readonly metrics: { readonly rounds: number; readonly decisions: number };
   readonly memory: {
     /** Tracked keys per child process measuring the local table. */
     readonly keys: readonly number[];
@@ -60,6 +62,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     redisConcurrency: 64,
     cost: { contestants: REDIS_BACKED, ms: 3000, warmMs: 1000 },
     http: { contestants: HTTP, rounds: 3, ms: 1200, warmMs: 800, connections: 32, keys: [1, 10_000] },
+    metrics: { rounds: 11, decisions: 100_000 },
     memory: { keys: [10_000, 100_000, 1_000_000], redisKeys: 10_000 },
   },
   quick: {
@@ -70,6 +73,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     redisConcurrency: 64,
     cost: { contestants: REDIS_BACKED, ms: 500, warmMs: 200 },
     http: { contestants: HTTP, rounds: 1, ms: 500, warmMs: 200, connections: 32, keys: [1, 10_000] },
+    metrics: { rounds: 5, decisions: 20_000 },
     memory: { keys: [10_000], redisKeys: 1_000 },
   },
   smoke: {
@@ -92,6 +96,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       connections: 4,
       keys: [100],
     },
+    metrics: { rounds: 1, decisions: 2_000 },
     memory: { keys: [1_000], redisKeys: 50 },
   },
 };

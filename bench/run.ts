@@ -2,7 +2,7 @@
  * `npm run bench` — the whole suite, one table on stdout, progress on stderr.
  *   --quick        a short run (< 1 min)
  *   --smoke        a minimal run for the test suite: tiny durations, few contestants
- *   --only=a,b     sections to run: micro, cost, http, memory
+ *   --only=a,b     sections to run: micro, cost, http, memory, metrics
  *   --write        also write bench/RESULTS.md
  *   --redis-url=U  use this Redis instead of starting a private redis-server (keys are namespaced)
  */
@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import type { BenchContext } from './context.js';
 import { runHttp } from './http.js';
 import { runMemory } from './memory.js';
+import { runMetrics } from './metrics.js';
 import { runMicro } from './micro.js';
 import { PROFILES } from './profile.js';
 import { openRedis } from './redis.js';
@@ -25,6 +26,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<BenchOutput>> = {
   cost: runRedisCost,
   http: runHttp,
   memory: runMemory,
+  metrics: runMetrics,
 };
 
 const { values } = parseArgs({

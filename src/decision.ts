@@ -12,6 +12,8 @@ export interface Decision {
   resetMs: number;
   /** 0 when allowed; when denied, ms until the same cost can pass; Infinity when it never can. */
   retryAfterMs: number;
+  /** For a multi-rule `consume`: each rule's own decision, in the order of the checks. */
+  checks?: readonly Decision[];
 }
 
 /** One rule of a multi-rule `consume`. */
@@ -20,6 +22,17 @@ export interface Check {
   key: string;
   /** @default 1 */
   cost?: number;
+  /**
+   * The route the request is for (e.g. `GET /v1/search`); only carried into events and logs.
+   * @default undefined
+   */
+  route?: string;
+  /**
+   * A dry-run rule, decided and counted as usual, that the caller will not enforce: observers hear
+   * a refusal as `shadow-denied` rather than `denied`.
+   * @default false
+   */
+  shadow?: boolean;
 }
 
 /** Of several allowed decisions, the one closest to its limit. */

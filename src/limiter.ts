@@ -5,6 +5,9 @@ import { type Check, type Decision, latestRetry, tightest } from './decision.js'
 import { type Demand, demandPerMs, noteDemand } from './demand.js';
 import { ArgumentError, ClosedError, ConfigError } from './errors.js';
 import * as lease from './lease.js';
+import type { Observer, ReturnReason } from './observe/events.js';
+import type { HeavyHitter } from './observe/spaceSaving.js';
+import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { storageKey } from './stores/keys.js';
 import { MemoryStore } from './stores/memoryStore.js';
@@ -38,9 +41,27 @@ export interface LimiterOptions {
    * @default 500
    */
   sweepIntervalMs?: number;
+  /**
+   * Receivers of decision, store-call, lease and breaker events (metrics, alerts, logs); see
+   * README "Observability". Without observers no event object is built.
+   * @default []
+   */
+  observers?: readonly Observer[];
+  /**
+   * The sketch of denied keys per policy behind `topDenied()`, or `false` to keep none.
+   * @default { capacity: 256, halfLife: '1m' }
+   */
+  offenders?: OffendersOptions | false;
 }
 
-export interface LimiterStats {
+/** See `Limiter.describe`. */
+export interface PolicyDescription {
+  limit: number;
+  /** Seconds to restore the whole limit from empty (at least 1): the policy's window. */
+  windowSeconds: number;
+}
+
+export interface LimiterStats extends TelemetryCounts {
   /** Store calls made (acquisitions and returns). */
   storeCalls: number;
   storeErrors: number;
@@ -94,12 +115,13 @@ function positiveInteger(value: unknown, field: string): number {
  */
 export class Limiter {
   readonly #store: Store;
-  readonly #rules: Map<string, Rule>;
+  #rules: Map<string, Rule>;
   readonly #now: () => number;
   readonly #gate: LimitFunction;
   readonly #entries: LRUCache<string, Entry>;
   readonly #pending = new Set<Promise<unknown>>();
   readonly #timer: NodeJS.Timeout | undefined;
+  readonly #telemetry: Telemetry;
   readonly #stats = {
     storeCalls: 0,
     storeErrors: 0,
@@ -119,18 +141,27 @@ export class Limiter {
     }
     this.#rules = compilePolicies(options.policies);
     this.#now = options.now ?? Date.now;
-    this.#store = options.store ?? new MemoryStore({ now: this.#now });
-    if (typeof this.#store.run !== 'function')
+    const store = options.store ?? new MemoryStore({ now: this.#now });
+    if (typeof store.run !== 'function')
       throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
     this.#gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
     this.#entries = new LRUCache<string, Entry>({
       max: positiveInteger(options.maxKeys ?? 100_000, 'maxKeys'),
-      dispose: (entry) => this.#returnUnused(entry),
+      dispose: (entry, _id, reason) =>
+        this.#returnUnused(entry, reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
     const sweepMs = options.sweepIntervalMs ?? 500;
     if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
       throw new ConfigError('sweepIntervalMs', `expected a number of ms >= 0, got ${String(sweepMs)}`);
     }
+    this.#telemetry = new Telemetry({
+      observers: options.observers,
+      offenders: options.offenders,
+      now: this.#now,
+      policies: () => [...this.#rules.keys()],
+      stats: () => this.stats(),
+    });
+    this.#store = this.#telemetry.instrument(store);
     if (sweepMs > 0) this.#timer = setInterval(() => this.sweep(), sweepMs).unref();
   }
 
@@ -148,24 +179,69 @@ export class Limiter {
     const checks = policyOrChecks.map((c, i) => {
       if (typeof c !== 'object' || c === null)
         throw new ArgumentError(`checks[${i}]`, 'expected { policy, key, cost? }');
+      if (c.route !== undefined && typeof c.route !== 'string') {
+        throw new ArgumentError(`checks[${i}].route`, `expected a string, got ${typeof c.route}`);
+      }
+      if (c.shadow !== undefined && typeof c.shadow !== 'boolean') {
+        throw new ArgumentError(`checks[${i}].shadow`, `expected a boolean, got ${typeof c.shadow}`);
+      }
       return {
         rule: this.#rule(c.policy, `checks[${i}].policy`),
         key: this.#key(c.key, `checks[${i}].key`),
         cost: checkCost(c.cost ?? 1, `checks[${i}].cost`),
+        check: c,
       };
     });
-    const settled = await Promise.allSettled(checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost)));
+    const settled = await Promise.allSettled(
+      checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost, c.check)),
+    );
     const decisions = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failure = settled.find((s) => s.status === 'rejected');
     const denied = decisions.filter((d) => !d.allowed);
-    if (failure === undefined && denied.length === 0) return tightest(decisions);
+    if (failure === undefined && denied.length === 0) return { ...tightest(decisions), checks: decisions };
     const now = this.#now();
     checks.forEach((c, i) => {
       const s = settled[i];
       if (s?.status === 'fulfilled' && s.value.allowed) this.#refund(c.rule, c.key, c.cost, now);
     });
     if (failure) throw failure.reason;
-    return latestRetry(denied);
+    // The allowed rules were refunded, so each reports what is left after the refund.
+    const each = decisions.map((d, i) => {
+      if (!d.allowed) return d;
+      const { rule, cost } = checks[i]!;
+      const remaining = Math.min(d.limit, d.remaining + cost);
+      return { ...d, remaining, resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs) };
+    });
+    return { ...latestRetry(denied), checks: each };
+  }
+
+  /**
+   * What a policy allows, for response headers (e.g. `RateLimit-Policy: "per-key";q=100;w=1`):
+   * its limit and the whole seconds it takes to restore the limit from empty.
+   */
+  describe(policy: string): PolicyDescription {
+    const rule = this.#rule(policy, 'policy');
+    return {
+      limit: rule.burst,
+      windowSeconds: Math.max(1, Math.ceil(rule.burst / rule.ratePerMs / 1000)),
+    };
+  }
+
+  /**
+   * Replaces the policies without a restart. Validated eagerly: on a `ConfigError` nothing changes.
+   * A policy whose compiled rule is unchanged keeps its local state and leases; a changed or removed
+   * one hands its leased tokens back (the shared bucket under the same name carries on).
+   */
+  setPolicies(policies: Record<string, PolicyConfig>): void {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const next = compilePolicies(policies);
+    for (const [name, rule] of this.#rules) {
+      const fresh = next.get(name);
+      if (fresh && JSON.stringify(fresh) === JSON.stringify(rule)) next.set(name, rule);
+    }
+    this.#rules = next;
+    const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
+    for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }
 
   /** Hands back leases whose time is up. Runs on a timer unless `sweepIntervalMs` is 0. */
@@ -173,7 +249,7 @@ export class Limiter {
     const now = this.#now();
     for (const [id, entry] of this.#entries.entries()) {
       if (entry.inflight) continue;
-      if (entry.segments.length > 0 && now >= entry.expiresAt) this.#returnUnused(entry);
+      if (entry.segments.length > 0 && now >= entry.expiresAt) this.#returnUnused(entry, 'expired');
       // An idle entry holds nothing worth keeping once its demand has decayed.
       if (
         entry.segments.length === 0 &&
@@ -185,8 +261,18 @@ export class Limiter {
     }
   }
 
+  /** Counters for a health endpoint; cheap enough to call per request. */
   stats(): LimiterStats {
-    return { ...this.#stats, keys: this.#entries.size };
+    const t = this.#telemetry.counts;
+    return { ...this.#stats, ...t, outcomes: { ...t.outcomes }, keys: this.#entries.size };
+  }
+
+  /**
+   * The `n` keys of `policy` denied most often lately (see the `offenders` option), heaviest first:
+   * the answer to "one abusive client, or a limit that cuts everyone?".
+   */
+  topDenied(policy: string, n = 10): HeavyHitter[] {
+    return this.#telemetry.topDenied(this.#rule(policy, 'policy').name, n);
   }
 
   /** Hands every unused leased token back and stops. Idempotent; the store is left open. */
@@ -196,6 +282,7 @@ export class Limiter {
       await this.#settle();
       this.#entries.clear(); // dispose returns each entry's unused tokens
       await this.#settle();
+      this.#telemetry.close();
     })();
     return this.#closing;
   }
@@ -241,37 +328,42 @@ export class Limiter {
     return entry;
   }
 
-  async #consumeOne(rule: Rule, key: string, cost: number): Promise<Decision> {
+  /** `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow). */
+  async #consumeOne(rule: Rule, key: string, cost: number, check?: Check): Promise<Decision> {
     this.#stats.decisions++;
     const entry = this.#entry(rule, key);
     noteDemand(entry.demand, this.#now(), cost);
-    if (cost > rule.burst) return this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY);
-    if (rule.exact) return this.#consumeExact(entry, cost);
+    if (cost > rule.burst) {
+      return this.#answer(0, cost, check, this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY));
+    }
+    if (rule.exact) return this.#consumeExact(entry, cost, check);
     for (let attempt = 0; ; attempt++) {
       const now = this.#now();
-      if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) this.#returnUnused(entry);
+      if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) {
+        this.#returnUnused(entry, 'expired');
+      }
       if (lease.take(entry.segments, now, cost)) {
-        if (attempt === 0) this.#stats.localDecisions++;
         this.#refillAhead(entry, now);
-        return this.#allow(entry, now);
+        return this.#answer(attempt, cost, check, this.#allow(entry, now));
       }
       // Tokens already reserved for us exist later: the shared bucket is empty until then.
       const wait = lease.msUntilAvailable(entry.segments, now, cost);
-      if (Number.isFinite(wait)) return this.#local(attempt, this.#deny(entry, now, wait));
+      if (Number.isFinite(wait)) return this.#answer(attempt, cost, check, this.#deny(entry, now, wait));
       if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-        return this.#local(attempt, this.#deny(entry, now, entry.deniedUntil - now));
+        return this.#answer(attempt, cost, check, this.#deny(entry, now, entry.deniedUntil - now));
       }
-      if (attempt === MAX_ATTEMPTS) return this.#deny(entry, now, cost / rule.ratePerMs);
+      if (attempt === MAX_ATTEMPTS) {
+        return this.#answer(attempt, cost, check, this.#deny(entry, now, cost / rule.ratePerMs));
+      }
       await this.#acquire(entry, cost - lease.unused(entry.segments));
     }
   }
 
   /** Exact mode: one store call per decision, nothing held locally but the deny cache. */
-  async #consumeExact(entry: Entry, cost: number): Promise<Decision> {
+  async #consumeExact(entry: Entry, cost: number, check: Check | undefined): Promise<Decision> {
     const now = this.#now();
     if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-      this.#stats.localDecisions++;
-      return this.#deny(entry, now, entry.deniedUntil - now);
+      return this.#answer(0, cost, check, this.#deny(entry, now, entry.deniedUntil - now));
     }
     const { rule } = entry;
     const request = {
@@ -292,14 +384,17 @@ export class Limiter {
     const at = this.#now();
     entry.level = result.levelBefore - result.granted;
     entry.levelAt = at;
-    if (result.granted > 0) return this.#allow(entry, at);
+    if (result.granted > 0) return this.#answer(1, cost, check, this.#allow(entry, at));
     entry.deniedUntil = at + msUntilRoom(result.levelBefore, request);
     entry.deniedCost = cost;
-    return this.#deny(entry, at, entry.deniedUntil - at);
+    return this.#answer(1, cost, check, this.#deny(entry, at, entry.deniedUntil - at));
   }
 
-  #local(attempt: number, decision: Decision): Decision {
-    if (attempt === 0) this.#stats.localDecisions++;
+  /** `storeWaits`: store calls this decision waited for (0: answered locally). */
+  #answer(storeWaits: number, cost: number, check: Check | undefined, decision: Decision): Decision {
+    if (storeWaits === 0) this.#stats.localDecisions++;
+    const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
+    this.#telemetry.decided(decision, cost, check?.route, storeWaits === 0 ? 'lease' : 'store', outcome);
     return decision;
   }
 
@@ -337,6 +432,7 @@ export class Limiter {
         }
         this.#stats.leasesGranted++;
         this.#stats.tokensLeased += result.granted;
+        this.#telemetry.leaseGranted(rule.name, entry.key, result.granted);
         entry.lastGrant = result.granted;
         entry.deniedUntil = 0;
         entry.segments.push({
@@ -348,7 +444,7 @@ export class Limiter {
         });
         entry.expiresAt = lease.fullyCoveredAt(entry.segments) + rule.leaseTtlMs;
         // Evicted or closed while the call was in flight: nobody will spend these tokens.
-        if (this.#entries.peek(entry.storageKey) !== entry) this.#returnUnused(entry);
+        if (this.#entries.peek(entry.storageKey) !== entry) this.#returnUnused(entry, 'orphaned');
       })
       .catch((err: unknown) => {
         this.#stats.storeErrors++;
@@ -374,17 +470,19 @@ export class Limiter {
     return Math.max(min, Math.min(rule.maxLease, slowStart, Math.max(1, demand)));
   }
 
-  #returnUnused(entry: Entry): void {
+  #returnUnused(entry: Entry, reason: ReturnReason): void {
     const tokens = lease.unused(entry.segments);
     entry.segments = [];
     if (tokens <= 0) return;
     const { rule } = entry;
     this.#stats.storeCalls++;
     this.#stats.tokensReturned += tokens;
+    this.#telemetry.leaseReturned(rule.name, entry.key, tokens, reason);
     const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens };
     this.#track(
       this.#gate(() => this.#store.run(tokenBucketRelease, entry.storageKey, request)).catch(() => {
         this.#stats.storeErrors++;
+        this.#telemetry.stranded(rule.name, entry.key, tokens);
       }),
     );
   }

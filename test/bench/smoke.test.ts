@@ -20,7 +20,7 @@ describe('npm run bench -- --smoke', () => {
     const rows = lines.slice(header + 2).filter((l) => l.startsWith('|'));
     const benches = new Set(rows.map((r) => r.split('|')[1]?.trim()));
     expect([...benches], 'every section reports rows').toEqual(
-      expect.arrayContaining(['micro', 'redis cost', 'http', 'memory']),
+      expect.arrayContaining(['micro', 'redis cost', 'http', 'memory', 'metrics']),
     );
     for (const contestant of ['Map bucket (floor)', 'tokenlease MemoryStore', 'tokenlease RedisStore']) {
       expect(stdout, `a row for ${contestant}`).toContain(`| ${contestant}`);
