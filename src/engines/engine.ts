@@ -1,0 +1,109 @@
+/**
+ * How an algorithm plugs into the `Limiter`: an engine opens a `KeyState` per (policy, key), which
+ * decides from local lease state and goes to the store through the `EngineContext`. The limiter
+ * owns what is common — policy lookup, argument checks, the LRU of key states, multi-rule
+ * all-or-nothing with refunds, stats, `sweep()` and `close()` — and never looks inside a KeyState.
+ */
+import type { LimitFunction } from 'p-limit';
+import type { Decision, Reservation, SlotHandle } from '../decision.js';
+import type { Rule } from '../policy.js';
+import type { Operation, Store } from '../stores/store.js';
+
+/** Counters every engine keeps up to date; `Limiter.stats()` reports them. */
+export interface Counters {
+  storeCalls: number;
+  storeErrors: number;
+  leasesGranted: number;
+  tokensLeased: number;
+  tokensReturned: number;
+  localDecisions: number;
+  decisions: number;
+}
+
+/** What the limiter lends its engines. */
+export interface EngineContext {
+  readonly store: Store;
+  /** Bounds the store calls in flight. */
+  readonly gate: LimitFunction;
+  readonly now: () => number;
+  readonly stats: Counters;
+  /** An id no other call of any limiter uses: names what a call writes into shared state (log entries, slots). */
+  nextId(): string;
+  /** Makes `close()` wait for a background store call. */
+  track(promise: Promise<unknown>): void;
+  /** The key state the limiter currently holds under `storageKey`, if any. */
+  peek(storageKey: string): KeyState | undefined;
+  /**
+   * Keeps a state swept even after the LRU evicted it, while it holds something that needs upkeep
+   * (concurrency slots in use must be renewed). `unpin` when it holds nothing more.
+   */
+  pin(state: KeyState): void;
+  unpin(state: KeyState): void;
+  /** True once `close()` was called. */
+  readonly closed: boolean;
+}
+
+/** One check of a `consume`: the decision, and how to give back what an admission took. */
+export interface Outcome {
+  readonly decision: Decision;
+  /** Undoes an allowed decision (a multi-rule check that another rule refused). */
+  readonly refund?: () => void;
+}
+
+/** Local state and behaviour of one (policy, key). */
+export interface KeyState {
+  readonly storageKey: string;
+  consume?(cost: number): Promise<Outcome>;
+  /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
+  reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
+  /** Slot algorithms: hold slots until released (`Limiter.acquire`). */
+  acquire?(cost: number): Promise<SlotHandle>;
+  /** Hands back whatever is leased (lease expiry, eviction, close). Never throws. */
+  returnUnused(): void;
+  /** Periodic upkeep; true when the state holds nothing worth keeping and may be forgotten. */
+  sweep(now: number): boolean;
+}
+
+/** The `Limiter` methods a policy answers: `consume`, `reserve` (shaping), `acquire` (slots). */
+export type Method = 'consume' | 'reserve' | 'acquire';
+
+export interface Engine<R extends Rule> {
+  /** Opens the local state of one (policy, key). */
+  open(ctx: EngineContext, rule: R, key: string, storageKey: string): KeyState;
+  /** The methods its key states implement (`consume` always returns an `Outcome`). */
+  readonly methods: readonly Method[];
+}
+
+/** One store call through the gate, counted in the stats; rejects as the store does. */
+export function storeCall<S, Req, Res>(
+  ctx: EngineContext,
+  op: Operation<S, Req, Res>,
+  storageKey: string,
+  req: Req,
+): Promise<Res> {
+  ctx.stats.storeCalls++;
+  return ctx
+    .gate(() => ctx.store.run(op, storageKey, req))
+    .catch((err: unknown) => {
+      ctx.stats.storeErrors++;
+      throw err;
+    });
+}
+
+/** A store call nobody waits for (a return of unused tokens): tracked for `close()`, errors counted. */
+export function backgroundCall<S, Req, Res>(
+  ctx: EngineContext,
+  op: Operation<S, Req, Res>,
+  storageKey: string,
+  req: Req,
+): void {
+  ctx.track(storeCall(ctx, op, storageKey, req).catch(() => {}));
+}
+
+/** `retryAfterMs` as decisions carry it: whole milliseconds, or Infinity when it never passes. */
+export function retryAfter(ms: number): number {
+  return ms === Number.POSITIVE_INFINITY ? ms : Math.ceil(Math.max(0, ms));
+}
+
+/** A request waiting for a lease gives up after this many acquisitions were taken by its peers. */
+export const MAX_ATTEMPTS = 8;

@@ -1,0 +1,270 @@
+/**
+ * Engine of the windowed counters (fixed window, sliding window). A lease is a slice of the
+ * current window's quota: the store counts the slice when it grants it, the instance spends it
+ * locally, and unused tokens go back to the same window only. A slice dies when its window ends
+ * (in the instance's clock, measured from before the store call, so never late), because tokens
+ * counted in one window must not be spent in the next.
+ *
+ * Slices are sized to the instance's demand over the lease horizon (never more than it can spend
+ * before the window ends), start at 1 for a new key and double (slow start), and are at most
+ * `maxFraction` of the quota still left in the window, so they shrink to 1 as it runs out.
+ * With `lease: 'exact'` every decision is one store call for exactly its cost.
+ */
+import type { WindowAcquireRequest, WindowGrant, WindowReleaseRequest } from '../algorithms/window.js';
+import type { Decision } from '../decision.js';
+import { type Demand, demandPerMs, noteDemand } from '../demand.js';
+import type { WindowRule } from '../policy.js';
+import type { Operation } from '../stores/store.js';
+import {
+  fixedWindowAcquire,
+  fixedWindowRelease,
+  slidingWindowAcquire,
+  slidingWindowRelease,
+} from '../stores/windowOps.js';
+import {
+  backgroundCall,
+  type Engine,
+  type EngineContext,
+  type KeyState,
+  MAX_ATTEMPTS,
+  type Outcome,
+  retryAfter,
+  storeCall,
+} from './engine.js';
+
+interface WindowAlgorithm {
+  readonly acquire: Operation<unknown, WindowAcquireRequest, WindowGrant>;
+  readonly release: Operation<unknown, WindowReleaseRequest, null>;
+  /**
+   * Whether a window's count still matters during the next window (the sliding window weighs it),
+   * so unused tokens are worth handing back after their window ended, and the known remaining
+   * quota carries over; a fixed window starts from zero.
+   */
+  readonly carriesOver: boolean;
+}
+
+const ALGORITHMS: Record<WindowRule['algorithm'], WindowAlgorithm> = {
+  'fixed-window': {
+    acquire: fixedWindowAcquire as WindowAlgorithm['acquire'],
+    release: fixedWindowRelease as WindowAlgorithm['release'],
+    carriesOver: false,
+  },
+  'sliding-window': {
+    acquire: slidingWindowAcquire as WindowAlgorithm['acquire'],
+    release: slidingWindowRelease as WindowAlgorithm['release'],
+    carriesOver: true,
+  },
+};
+
+// Floating-point slack when comparing token counts; far below any meaningful fraction of a token.
+const EPSILON = 1e-9;
+
+interface Slice {
+  readonly window: number;
+  /** Local time the window ends (computed from before the grant's store call: never late). */
+  readonly endsAt: number;
+  tokens: number;
+  /** Local time after which unused tokens are handed back. */
+  expiresAt: number;
+}
+
+class WindowKey implements KeyState {
+  readonly #algorithm: WindowAlgorithm;
+  slice: Slice | undefined;
+  readonly #demand: Demand;
+  #lastGrant = 0;
+  /** The store refused `#deniedCost` tokens until this local time. */
+  #deniedUntil = 0;
+  #deniedCost = 0;
+  /** What the last store reply said, in local time. */
+  #remaining: number;
+  #windowEndsAt = Number.NEGATIVE_INFINITY;
+  #resetAt = Number.NEGATIVE_INFINITY;
+  #inflight: Promise<void> | undefined;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    readonly rule: WindowRule,
+    readonly key: string,
+    readonly storageKey: string,
+  ) {
+    this.#algorithm = ALGORITHMS[rule.algorithm];
+    this.#demand = { sum: 0, at: ctx.now() };
+    this.#remaining = rule.limit;
+  }
+
+  async consume(cost: number): Promise<Outcome> {
+    const { ctx, rule } = this;
+    noteDemand(this.#demand, ctx.now(), cost);
+    if (cost > rule.limit) return { decision: this.#decision(ctx.now(), false, Number.POSITIVE_INFINITY) };
+    if (rule.exact) return this.#consumeExact(cost);
+    for (let attempt = 0; ; attempt++) {
+      const now = ctx.now();
+      this.#expire(now);
+      const slice = this.slice;
+      if (slice && slice.tokens + EPSILON >= cost) {
+        slice.tokens -= cost;
+        if (attempt === 0) ctx.stats.localDecisions++;
+        this.#refillAhead(now);
+        return { decision: this.#decision(now, true, 0), refund: () => this.#refund(slice.window, cost) };
+      }
+      if (now < this.#deniedUntil && cost >= this.#deniedCost) {
+        if (attempt === 0) ctx.stats.localDecisions++;
+        return { decision: this.#decision(now, false, this.#deniedUntil - now) };
+      }
+      // Peers kept taking what this instance acquired: let the caller come back shortly.
+      if (attempt === MAX_ATTEMPTS) return { decision: this.#decision(now, false, 1) };
+      await this.#acquire(cost - (slice?.tokens ?? 0));
+    }
+  }
+
+  async #consumeExact(cost: number): Promise<Outcome> {
+    const { ctx, rule } = this;
+    const sentAt = ctx.now();
+    if (sentAt < this.#deniedUntil && cost >= this.#deniedCost) {
+      ctx.stats.localDecisions++;
+      return { decision: this.#decision(sentAt, false, this.#deniedUntil - sentAt) };
+    }
+    const request = { limit: rule.limit, windowMs: rule.windowMs, want: cost, min: cost };
+    const result = await storeCall(this.ctx, this.#algorithm.acquire, this.storageKey, request);
+    this.#learn(result, sentAt);
+    const now = ctx.now();
+    if (result.granted > 0) {
+      return { decision: this.#decision(now, true, 0), refund: () => this.#refund(result.window, cost) };
+    }
+    this.#deniedUntil = sentAt + result.retryMs;
+    this.#deniedCost = cost;
+    return { decision: this.#decision(now, false, this.#deniedUntil - now) };
+  }
+
+  /** Drops a slice whose window ended and hands back one whose lease time is up. */
+  #expire(now: number): void {
+    const slice = this.slice;
+    if (!slice) return;
+    if (now >= slice.endsAt) {
+      if (this.#algorithm.carriesOver) this.returnUnused();
+      else this.slice = undefined;
+    } else if (now >= slice.expiresAt && !this.#inflight) {
+      this.returnUnused();
+    }
+  }
+
+  #refillAhead(now: number): void {
+    if (this.#inflight || now < this.#deniedUntil) return;
+    if ((this.slice?.tokens ?? 0) > Math.ceil(this.#lastGrant / 4)) return;
+    this.#acquire(1).catch(() => {});
+  }
+
+  /** Single-flight: concurrent misses for one key share one store call. */
+  #acquire(min: number): Promise<void> {
+    if (this.#inflight) return this.#inflight;
+    const { ctx, rule } = this;
+    const want = this.#leaseSize(min);
+    const request = { limit: rule.limit, windowMs: rule.windowMs, want, min: Math.min(min, want) };
+    const sentAt = ctx.now();
+    const call = storeCall(ctx, this.#algorithm.acquire, this.storageKey, request)
+      .then((result) => {
+        this.#learn(result, sentAt);
+        if (result.granted === 0) {
+          // Peers hand unused slices back within a lease time: look again by then at the latest.
+          this.#deniedUntil = sentAt + Math.min(result.retryMs, rule.leaseTtlMs);
+          this.#deniedCost = request.min;
+          return;
+        }
+        ctx.stats.leasesGranted++;
+        ctx.stats.tokensLeased += result.granted;
+        this.#lastGrant = result.granted;
+        this.#deniedUntil = 0;
+        const expiresAt = ctx.now() + rule.leaseTtlMs;
+        const slice = this.slice;
+        if (slice && slice.window === result.window) {
+          slice.tokens += result.granted;
+          slice.expiresAt = expiresAt;
+        } else {
+          if (slice) this.returnUnused();
+          this.slice = {
+            window: result.window,
+            endsAt: sentAt + result.msLeft,
+            tokens: result.granted,
+            expiresAt,
+          };
+        }
+        // Evicted or closed while the call was in flight: nobody will spend these tokens.
+        if (ctx.peek(this.storageKey) !== this) this.returnUnused();
+      })
+      .finally(() => {
+        this.#inflight = undefined;
+      });
+    this.#inflight = call;
+    ctx.track(call);
+    return call;
+  }
+
+  #leaseSize(min: number): number {
+    const { rule } = this;
+    const now = this.ctx.now();
+    const inWindow = now < this.#windowEndsAt;
+    // Never more than can be spent before the window ends.
+    const horizon = inWindow ? Math.min(rule.horizonMs, this.#windowEndsAt - now) : rule.horizonMs;
+    const demand = Math.ceil(demandPerMs(this.#demand, now) * horizon);
+    const slowStart = Math.max(1, this.#lastGrant * 2);
+    const left = inWindow || this.#algorithm.carriesOver ? this.#remaining : rule.limit;
+    const cap = Math.max(1, Math.floor(left * rule.maxFraction));
+    return Math.max(min, Math.min(cap, slowStart, Math.max(1, demand)));
+  }
+
+  #learn(result: WindowGrant, sentAt: number): void {
+    this.#remaining = result.remaining;
+    this.#windowEndsAt = sentAt + result.msLeft;
+    this.#resetAt = sentAt + result.resetMs;
+  }
+
+  returnUnused(): void {
+    const slice = this.slice;
+    this.slice = undefined;
+    if (!slice || slice.tokens <= EPSILON) return;
+    this.ctx.stats.tokensReturned += slice.tokens;
+    this.#release(slice.window, slice.tokens);
+  }
+
+  #release(window: number, tokens: number): void {
+    const request = { windowMs: this.rule.windowMs, window, tokens };
+    backgroundCall(this.ctx, this.#algorithm.release, this.storageKey, request);
+  }
+
+  sweep(now: number): boolean {
+    if (this.#inflight) return false;
+    this.#expire(now);
+    return (
+      this.slice === undefined && now >= this.#deniedUntil && demandPerMs(this.#demand, now) * 1000 < 0.01
+    );
+  }
+
+  /** Puts back tokens of a multi-rule check refused elsewhere: into the local slice, else the store. */
+  #refund(window: number, cost: number): void {
+    const current = this.ctx.peek(this.storageKey);
+    const slice = current instanceof WindowKey ? current.slice : undefined;
+    if (slice && slice.window === window && this.ctx.now() < slice.endsAt) slice.tokens += cost;
+    else this.#release(window, cost);
+  }
+
+  #decision(now: number, allowed: boolean, retryAfterMs: number): Decision {
+    const { rule } = this;
+    const known = now < this.#windowEndsAt || this.#algorithm.carriesOver ? this.#remaining : rule.limit;
+    const estimate = known + (this.slice?.tokens ?? 0);
+    return {
+      allowed,
+      policy: rule.name,
+      key: this.key,
+      limit: rule.limit,
+      remaining: Math.max(0, Math.min(rule.limit, Math.floor(estimate))),
+      resetMs: Math.max(0, Math.ceil(this.#resetAt - now)),
+      retryAfterMs: allowed ? 0 : retryAfter(retryAfterMs),
+    };
+  }
+}
+
+export const windowEngine: Engine<WindowRule> = {
+  open: (ctx, rule, key, storageKey) => new WindowKey(ctx, rule, key, storageKey),
+  methods: ['consume'],
+};
