@@ -5,14 +5,15 @@
 -- Port of acquire() in src/algorithms/fixedWindow.ts.
 --
 -- KEYS[1]  hash  counter: w = window index, n = tokens counted in that window
--- Returns  { granted, remaining, window, ms_left, retry_ms, reset_ms } as strings.
+-- Returns  { granted, remaining, opens_per_ms (always 0), window, ms_left, retry_ms, reset_ms } as
+--          strings. (ARGV[5], leasing ahead, is the sliding window's: nothing opens early here.)
 
 local counter = KEYS[1]
 local limit = number_arg(1, 'limit', false)         -- most tokens per window
 local window_ms = number_arg(2, 'window_ms', true)  -- window length in ms; 0 = calendar month (UTC)
 local want = number_arg(3, 'want', false)           -- tokens wanted for the slice
 local min = number_arg(4, 'min', false)             -- fewest tokens worth granting
-local now = now_arg(5)                              -- ms
+local now = now_arg(6)                              -- ms
 
 -- Days since 1970-01-01 -> (year, month 1..12), and back: Howard Hinnant's civil calendar
 -- algorithms, the same dates JavaScript's Date.UTC gives.
@@ -69,7 +70,7 @@ if granted == 0 then
   -- A refusal writes nothing and is not counted.
   local reset_ms = 0
   if used > 0 then reset_ms = ms_left end
-  return { '0', fmt(room), fmt(window), fmt(ms_left), fmt(ms_left), fmt(reset_ms) }
+  return { '0', fmt(room), '0', fmt(window), fmt(ms_left), fmt(ms_left), fmt(reset_ms) }
 end
 
 if stored[1] and tonumber(stored[1]) == window then
@@ -78,4 +79,4 @@ else
   redis.call('HSET', counter, 'w', fmt(window), 'n', fmt(granted))
   expire_in(counter, math.ceil(ms_left))
 end
-return { fmt(granted), fmt(room - granted), fmt(window), fmt(ms_left), '0', fmt(ms_left) }
+return { fmt(granted), fmt(room - granted), '0', fmt(window), fmt(ms_left), '0', fmt(ms_left) }

@@ -158,7 +158,8 @@ export class Limiter {
       throw new ConfigError('sweepIntervalMs', `expected a number of ms >= 0, got ${String(sweepMs)}`);
     }
     const limiter = this;
-    const instanceId = randomBytes(9).toString('base64url');
+    // 48 random bits: ids of two limiters collide with odds far below anything else that can go wrong.
+    const instanceId = randomBytes(6).toString('base64url');
     let ids = 0;
     this.#ctx = {
       store,

@@ -58,8 +58,9 @@ export interface WindowLeaseOptions {
   ttl?: Duration;
   /**
    * Slices are sized to this much of the instance's recent demand, and never to more than it can
-   * use before the window ends.
-   * @default '500ms'
+   * use before the window ends. A token still held when its window ends is lost, so short windows
+   * get a short horizon.
+   * @default '500ms', or a twentieth of the window when that is shorter
    */
   horizon?: Duration;
 }
@@ -330,7 +331,10 @@ function windowed(
     maxFraction:
       lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`),
     leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
-    horizonMs: parseDuration(lease.horizon ?? '500ms', `${field}.lease.horizon`),
+    horizonMs:
+      lease.horizon === undefined
+        ? Math.min(500, windowMs === MONTH ? 500 : windowMs / 20)
+        : parseDuration(lease.horizon, `${field}.lease.horizon`),
   };
 }
 

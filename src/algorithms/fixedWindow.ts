@@ -65,6 +65,7 @@ export function acquire(
     const result = {
       granted,
       remaining: room,
+      opensPerMs: 0,
       window,
       msLeft,
       retryMs: msLeft,
@@ -77,7 +78,15 @@ export function acquire(
     // The key expires with its window. Redis sets this once, when the window's first grant creates
     // the key, and never again: the absolute expiry is the same on every later grant.
     ttlMs: Math.ceil(msLeft),
-    result: { granted, remaining: room - granted, window, msLeft, retryMs: 0, resetMs: msLeft },
+    result: {
+      granted,
+      remaining: room - granted,
+      opensPerMs: 0,
+      window,
+      msLeft,
+      retryMs: 0,
+      resetMs: msLeft,
+    },
   };
 }
 

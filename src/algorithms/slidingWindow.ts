@@ -4,6 +4,8 @@
  * `previous * (end - now) / window + current`. Two numbers per key, smooth at the window edge.
  *
  * Over the limit: a request is refused without being counted while `estimate + cost > limit`.
+ * A lease may reach ahead into what the previous count frees before the window ends (`ahead`):
+ * those tokens are counted at once and become usable as they open, like the token bucket's.
  * The estimate assumes the previous window's requests were spread evenly. Worst case: if they all
  * came at its very end, the true count over the last `window` is up to `previous * f` higher than
  * the estimate (f = fraction of the current window elapsed), so a trailing window can hold up to
@@ -66,17 +68,23 @@ export function acquire(
   const index = Math.max(Math.floor(now / req.windowMs), state?.window ?? 0);
   const s = roll(state, index);
   const end = (index + 1) * req.windowMs;
-  const estimate = (s.previous * (end - now)) / req.windowMs + s.current;
-  const room = req.limit - estimate;
-  const granted = grantFrom(room, req.want, req.min);
+  // What the previous count still weighs: it opens as room, linearly, until `end`.
+  const opening = (s.previous * (end - now)) / req.windowMs;
+  const room = req.limit - (opening + s.current);
+  // Leasing ahead may take what opens before the window ends; each fixed window stays <= limit.
+  const reach = req.ahead ? room + opening : room;
+  const granted = grantFrom(reach, req.want, req.min);
   const msLeft = end - now;
+  const opensPerMs = s.previous / req.windowMs;
   if (granted === 0) {
     const result = {
       granted,
       remaining: Math.max(0, room),
+      opensPerMs,
       window: index,
       msLeft,
-      retryMs: msUntilRoom(s, now, end, req),
+      // Nothing more opens in this window: the next one starts with this count as its previous.
+      retryMs: req.ahead ? msLeft : msUntilRoom(s, now, end, req),
       resetMs: resetIn(s, now, end, req.windowMs),
     };
     return { state, ttlMs: 0, result };
@@ -90,6 +98,7 @@ export function acquire(
     result: {
       granted,
       remaining: room - granted,
+      opensPerMs,
       window: index,
       msLeft,
       retryMs: 0,

@@ -13,12 +13,20 @@ export interface WindowAcquireRequest {
   readonly want: number;
   /** Fewest tokens worth granting (the cost that is waiting); below it nothing is granted. */
   readonly min: number;
+  /**
+   * Sliding window only: also grant tokens that open later in this window, as the previous
+   * window's weight decays (they become usable at `opensPerMs`, see `src/lease.ts`). A fixed
+   * window opens nothing before it ends and ignores this.
+   */
+  readonly ahead: boolean;
 }
 
 export interface WindowGrant {
   readonly granted: number;
-  /** Tokens still grantable in this window right after this call. */
+  /** Room right after this call: tokens grantable now (negative while tokens leased ahead open). */
   readonly remaining: number;
+  /** Tokens per ms that open in this window as the previous window's weight decays (fixed: 0). */
+  readonly opensPerMs: number;
   /** Index of the window the tokens belong to: a return names it. */
   readonly window: number;
   /** Ms from the store's decision until that window ends (the slice is worthless after). */

@@ -8,11 +8,15 @@
  * Slices are sized to the instance's demand over the lease horizon (never more than it can spend
  * before the window ends), start at 1 for a new key and double (slow start), and are at most
  * `maxFraction` of the quota still left in the window, so they shrink to 1 as it runs out.
+ * A sliding window at its limit keeps opening room as the previous window's weight decays; a slice
+ * may reach ahead into that (counted at once, usable only as it opens — the token bucket's lease
+ * segments), so a saturated key does not send every instance to the store for each token.
  * With `lease: 'exact'` every decision is one store call for exactly its cost.
  */
 import type { WindowAcquireRequest, WindowGrant, WindowReleaseRequest } from '../algorithms/window.js';
 import type { Decision } from '../decision.js';
 import { type Demand, demandPerMs, noteDemand } from '../demand.js';
+import * as lease from '../lease.js';
 import type { WindowRule } from '../policy.js';
 import type { Operation } from '../stores/store.js';
 import {
@@ -56,14 +60,15 @@ const ALGORITHMS: Record<WindowRule['algorithm'], WindowAlgorithm> = {
   },
 };
 
-// Floating-point slack when comparing token counts; far below any meaningful fraction of a token.
+// Leftovers below this are rounding, not tokens worth a store call.
 const EPSILON = 1e-9;
 
+/** The tokens held for one window: lease segments (see `src/lease.ts`) and when the window ends. */
 interface Slice {
   readonly window: number;
   /** Local time the window ends (computed from before the grant's store call: never late). */
   readonly endsAt: number;
-  tokens: number;
+  segments: lease.Segment[];
   /** Local time after which unused tokens are handed back. */
   expiresAt: number;
 }
@@ -78,6 +83,7 @@ class WindowKey implements KeyState {
   #deniedCost = 0;
   /** What the last store reply said, in local time. */
   #remaining: number;
+  #opensPerMs = 0;
   #windowEndsAt = Number.NEGATIVE_INFINITY;
   #resetAt = Number.NEGATIVE_INFINITY;
   #inflight: Promise<void> | undefined;
@@ -102,11 +108,17 @@ class WindowKey implements KeyState {
       const now = ctx.now();
       this.#expire(now);
       const slice = this.slice;
-      if (slice && slice.tokens + EPSILON >= cost) {
-        slice.tokens -= cost;
+      if (slice && lease.take(slice.segments, now, cost)) {
         if (attempt === 0) ctx.stats.localDecisions++;
         this.#refillAhead(now);
         return { decision: this.#decision(now, true, 0), refund: () => this.#refund(slice.window, cost) };
+      }
+      // Tokens leased ahead open later in this window: until then there is no room anywhere (and
+      // what opens only as the window ends waits for the next window).
+      const wait = slice ? lease.msUntilAvailable(slice.segments, now, cost) : Number.POSITIVE_INFINITY;
+      if (slice && Number.isFinite(wait)) {
+        if (attempt === 0) ctx.stats.localDecisions++;
+        return { decision: this.#decision(now, false, Math.min(wait, slice.endsAt - now)) };
       }
       if (now < this.#deniedUntil && cost >= this.#deniedCost) {
         if (attempt === 0) ctx.stats.localDecisions++;
@@ -114,7 +126,7 @@ class WindowKey implements KeyState {
       }
       // Peers kept taking what this instance acquired: let the caller come back shortly.
       if (attempt === MAX_ATTEMPTS) return { decision: this.#decision(now, false, 1) };
-      await this.#acquire(cost - (slice?.tokens ?? 0));
+      await this.#acquire(cost - (slice ? lease.unused(slice.segments) : 0));
     }
   }
 
@@ -125,7 +137,7 @@ class WindowKey implements KeyState {
       ctx.stats.localDecisions++;
       return { decision: this.#decision(sentAt, false, this.#deniedUntil - sentAt) };
     }
-    const request = { limit: rule.limit, windowMs: rule.windowMs, want: cost, min: cost };
+    const request = { limit: rule.limit, windowMs: rule.windowMs, want: cost, min: cost, ahead: false };
     const result = await storeCall(this.ctx, this.#algorithm.acquire, this.storageKey, request);
     this.#learn(result, sentAt);
     const now = ctx.now();
@@ -137,7 +149,7 @@ class WindowKey implements KeyState {
     return { decision: this.#decision(now, false, this.#deniedUntil - now) };
   }
 
-  /** Drops a slice whose window ended and hands back one whose lease time is up. */
+  /** Drops (or hands back) the slice of a window that ended, and hands back one whose time is up. */
   #expire(now: number): void {
     const slice = this.slice;
     if (!slice) return;
@@ -149,9 +161,15 @@ class WindowKey implements KeyState {
     }
   }
 
+  /**
+   * Starts the next slice before this one runs out — only when this instance expects another
+   * request before the window ends: a token fetched ahead for a quiet instance would sit there
+   * while busier ones are refused, and die with its window.
+   */
   #refillAhead(now: number): void {
     if (this.#inflight || now < this.#deniedUntil) return;
-    if ((this.slice?.tokens ?? 0) > Math.ceil(this.#lastGrant / 4)) return;
+    if (this.slice && lease.unused(this.slice.segments) > Math.ceil(this.#lastGrant / 4)) return;
+    if (this.#extra(now) < 1) return;
     this.#acquire(1).catch(() => {});
   }
 
@@ -160,7 +178,15 @@ class WindowKey implements KeyState {
     if (this.#inflight) return this.#inflight;
     const { ctx, rule } = this;
     const want = this.#leaseSize(min);
-    const request = { limit: rule.limit, windowMs: rule.windowMs, want, min: Math.min(min, want) };
+    // Only an instance expecting more requests takes tokens that open later: for the request at
+    // hand alone they would come too late, and sit unused once it is gone.
+    const request = {
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      want,
+      min: Math.min(min, want),
+      ahead: want > min,
+    };
     const sentAt = ctx.now();
     const call = storeCall(ctx, this.#algorithm.acquire, this.storageKey, request)
       .then((result) => {
@@ -175,20 +201,21 @@ class WindowKey implements KeyState {
         ctx.stats.tokensLeased += result.granted;
         this.#lastGrant = result.granted;
         this.#deniedUntil = 0;
-        const expiresAt = ctx.now() + rule.leaseTtlMs;
-        const slice = this.slice;
-        if (slice && slice.window === result.window) {
-          slice.tokens += result.granted;
-          slice.expiresAt = expiresAt;
-        } else {
-          if (slice) this.returnUnused();
-          this.slice = {
-            window: result.window,
-            endsAt: sentAt + result.msLeft,
-            tokens: result.granted,
-            expiresAt,
-          };
+        const now = ctx.now();
+        const segment = {
+          at: now,
+          // Where this grant starts in the queue of tokens opening in the window.
+          levelBefore: result.remaining + result.granted,
+          size: result.granted,
+          ratePerMs: result.opensPerMs,
+          used: 0,
+        };
+        if (this.slice?.window !== result.window) {
+          if (this.slice) this.returnUnused();
+          this.slice = { window: result.window, endsAt: sentAt + result.msLeft, segments: [], expiresAt: 0 };
         }
+        this.slice.segments.push(segment);
+        this.slice.expiresAt = now + rule.leaseTtlMs;
         // Evicted or closed while the call was in flight: nobody will spend these tokens.
         if (ctx.peek(this.storageKey) !== this) this.returnUnused();
       })
@@ -200,21 +227,32 @@ class WindowKey implements KeyState {
     return call;
   }
 
+  /** Slice size: what is waiting, plus what `#extra` allows. */
   #leaseSize(min: number): number {
+    return Math.max(min, this.#extra(this.ctx.now()));
+  }
+
+  /**
+   * Tokens worth holding beyond the request at hand: this instance's demand over the horizon (never
+   * more than it can spend before the window ends), doubling from 1 for a new key, and at most
+   * `maxFraction` of what is left in the window (now or opening before its end). Near the end of
+   * the quota that is below one token: then every decision is exact and nothing sits idle at an
+   * instance while others are refused (a token left over when a window ends is lost).
+   */
+  #extra(now: number): number {
     const { rule } = this;
-    const now = this.ctx.now();
     const inWindow = now < this.#windowEndsAt;
-    // Never more than can be spent before the window ends.
     const horizon = inWindow ? Math.min(rule.horizonMs, this.#windowEndsAt - now) : rule.horizonMs;
-    const demand = Math.ceil(demandPerMs(this.#demand, now) * horizon);
+    const demand = Math.floor(demandPerMs(this.#demand, now) * horizon);
     const slowStart = Math.max(1, this.#lastGrant * 2);
-    const left = inWindow || this.#algorithm.carriesOver ? this.#remaining : rule.limit;
-    const cap = Math.max(1, Math.floor(left * rule.maxFraction));
-    return Math.max(min, Math.min(cap, slowStart, Math.max(1, demand)));
+    const left =
+      inWindow || this.#algorithm.carriesOver ? this.#remaining + this.#opensPerMs * horizon : rule.limit;
+    return Math.min(Math.floor(left * rule.maxFraction), slowStart, demand);
   }
 
   #learn(result: WindowGrant, sentAt: number): void {
     this.#remaining = result.remaining;
+    this.#opensPerMs = result.opensPerMs;
     this.#windowEndsAt = sentAt + result.msLeft;
     this.#resetAt = sentAt + result.resetMs;
   }
@@ -222,9 +260,11 @@ class WindowKey implements KeyState {
   returnUnused(): void {
     const slice = this.slice;
     this.slice = undefined;
-    if (!slice || slice.tokens <= EPSILON) return;
-    this.ctx.stats.tokensReturned += slice.tokens;
-    this.#release(slice.window, slice.tokens);
+    if (!slice) return;
+    const tokens = lease.unused(slice.segments);
+    if (tokens <= EPSILON) return;
+    this.ctx.stats.tokensReturned += tokens;
+    this.#release(slice.window, tokens);
   }
 
   #release(window: number, tokens: number): void {
@@ -244,14 +284,15 @@ class WindowKey implements KeyState {
   #refund(window: number, cost: number): void {
     const current = this.ctx.peek(this.storageKey);
     const slice = current instanceof WindowKey ? current.slice : undefined;
-    if (slice && slice.window === window && this.ctx.now() < slice.endsAt) slice.tokens += cost;
+    const now = this.ctx.now();
+    if (slice && slice.window === window && now < slice.endsAt) lease.refund(slice.segments, now, cost);
     else this.#release(window, cost);
   }
 
   #decision(now: number, allowed: boolean, retryAfterMs: number): Decision {
     const { rule } = this;
     const known = now < this.#windowEndsAt || this.#algorithm.carriesOver ? this.#remaining : rule.limit;
-    const estimate = known + (this.slice?.tokens ?? 0);
+    const estimate = known + (this.slice ? lease.available(this.slice.segments, now) : 0);
     return {
       allowed,
       policy: rule.name,

@@ -6,19 +6,21 @@ import type { Operation } from './store.js';
 
 function parseGrant(script: string) {
   return (reply: unknown): WindowGrant => {
-    const r = replyArray(reply, 6, script);
+    const r = replyArray(reply, 7, script);
     return {
       granted: replyNumber(r[0], 'granted', script),
       remaining: replyNumber(r[1], 'remaining', script),
-      window: replyNumber(r[2], 'window', script),
-      msLeft: replyNumber(r[3], 'msLeft', script),
-      retryMs: replyNumber(r[4], 'retryMs', script),
-      resetMs: replyNumber(r[5], 'resetMs', script),
+      opensPerMs: replyNumber(r[2], 'opensPerMs', script),
+      window: replyNumber(r[3], 'window', script),
+      msLeft: replyNumber(r[4], 'msLeft', script),
+      retryMs: replyNumber(r[5], 'retryMs', script),
+      resetMs: replyNumber(r[6], 'resetMs', script),
     };
   };
 }
 
-const acquireArgs = (r: WindowAcquireRequest) => [r.limit, r.windowMs, r.want, r.min];
+// The fixed window's script binds the `ahead` slot too (as unused) so both share one layout.
+const acquireArgs = (r: WindowAcquireRequest) => [r.limit, r.windowMs, r.want, r.min, r.ahead ? 1 : 0];
 const releaseArgs = (r: WindowReleaseRequest) => [r.window, r.tokens];
 
 export const fixedWindowAcquire: Operation<fixed.FixedWindowState, WindowAcquireRequest, WindowGrant> = {

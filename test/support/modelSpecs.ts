@@ -125,17 +125,23 @@ function windowSpec(
       .chain((s) =>
         fc.array(
           fc.oneof(
-            fc.record({ want: tokens, min: fc.double({ min: 0.001, max: 10, noNaN: true }) }).map((x) => {
-              const req = { ...s, want: x.want, min: Math.min(x.min, x.want) };
-              return run(
-                `acquire ${JSON.stringify(req)}`,
-                acquire,
-                () => req,
-                (h, _req, result) => {
-                  h.window = result.window;
-                },
-              );
-            }),
+            fc
+              .record({
+                want: tokens,
+                min: fc.double({ min: 0.001, max: 10, noNaN: true }),
+                ahead: fc.boolean(),
+              })
+              .map((x) => {
+                const req = { ...s, want: x.want, min: Math.min(x.min, x.want), ahead: x.ahead };
+                return run(
+                  `acquire ${JSON.stringify(req)}`,
+                  acquire,
+                  () => req,
+                  (h, _req, result) => {
+                    h.window = result.window;
+                  },
+                );
+              }),
             fc
               .record({
                 offset: fc.constantFrom(0, 0, 0, -1, 1),

@@ -9,7 +9,13 @@ import {
 } from '../../src/algorithms/fixedWindow.js';
 
 const MIN = 60_000;
-const req = (want: number, min = want, limit = 100, windowMs = MIN) => ({ limit, windowMs, want, min });
+const req = (want: number, min = want, limit = 100, windowMs = MIN) => ({
+  limit,
+  windowMs,
+  want,
+  min,
+  ahead: true,
+});
 
 describe('fixed window: calendar months in UTC', () => {
   it.each([

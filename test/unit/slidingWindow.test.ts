@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { acquire, release } from '../../src/algorithms/slidingWindow.js';
 
 const MIN = 60_000;
-const req = (want: number, min = want, limit = 100) => ({ limit, windowMs: MIN, want, min });
+const req = (want: number, min = want, limit = 100, ahead = false) => ({
+  limit,
+  windowMs: MIN,
+  want,
+  min,
+  ahead,
+});
 
 describe('sliding window counter', () => {
   it.each([
@@ -61,6 +67,21 @@ describe('sliding window counter', () => {
     // Next window: 100 * (180 - t) / 60 <= 99  =>  t >= 120.6 s.
     const t = acquire(state, 70_000, req(1));
     expect(t.result.retryMs).toBeCloseTo(50_600, 6);
+  });
+
+  it('leasing ahead grants what the previous count frees before the window ends, and no more', () => {
+    const state = { window: 1, current: 10, previous: 90 };
+    // At 90 s the previous weighs 45: room 45 now, another 45 opening by 120 s, at 1.5 per second.
+    const t = acquire(state, 90_000, req(80, 1, 100, true));
+    expect(t.result).toMatchObject({ granted: 80, remaining: -35, opensPerMs: 0.0015 });
+    expect(t.state?.current, 'counted at once: the window never exceeds its limit').toBe(90);
+    const rest = acquire(t.state, 90_000, req(80, 1, 100, true));
+    expect(rest.result.granted).toBeCloseTo(10, 9);
+    const none = acquire(rest.state, 90_000, req(1, 1, 100, true));
+    expect(none.result, 'nothing opens in this window any more').toMatchObject({
+      granted: 0,
+      retryMs: 30_000,
+    });
   });
 
   it('keeps the key until the end of the next window, and reports when all counts are gone', () => {
