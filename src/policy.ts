@@ -58,9 +58,11 @@ export interface WindowLeaseOptions {
   ttl?: Duration;
   /**
    * Slices are sized to this much of the instance's recent demand, and never to more than it can
-   * use before the window ends. A token still held when its window ends is lost, so short windows
-   * get a short horizon.
-   * @default '500ms', or a twentieth of the window when that is shorter
+   * use before the window ends. Accuracy falls as the horizon grows against the window (tokens
+   * held at one instance while another's requests are refused, and lost when the window ends), so
+   * short windows get a short horizon — and leasing saves little when each instance sees only a
+   * few tokens per window.
+   * @default '500ms', or a fortieth of the window when that is shorter
    */
   horizon?: Duration;
 }
@@ -333,7 +335,7 @@ function windowed(
     leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
     horizonMs:
       lease.horizon === undefined
-        ? Math.min(500, windowMs === MONTH ? 500 : windowMs / 20)
+        ? Math.min(500, windowMs === MONTH ? 500 : windowMs / 40)
         : parseDuration(lease.horizon, `${field}.lease.horizon`),
   };
 }

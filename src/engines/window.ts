@@ -178,16 +178,17 @@ class WindowKey implements KeyState {
     if (this.#inflight) return this.#inflight;
     const { ctx, rule } = this;
     const want = this.#leaseSize(min);
-    // Only an instance expecting more requests takes tokens that open later: for the request at
-    // hand alone they would come too late, and sit unused once it is gone.
+    const sentAt = ctx.now();
+    // Only an instance expecting more requests takes tokens that open later (for the request at
+    // hand alone they would come too late), and not in the window's last horizon: what opens
+    // then is usable only by whoever happens to ask in time, and is lost when the window ends.
     const request = {
       limit: rule.limit,
       windowMs: rule.windowMs,
       want,
       min: Math.min(min, want),
-      ahead: want > min,
+      ahead: want > min && this.#windowEndsAt - sentAt > rule.horizonMs,
     };
-    const sentAt = ctx.now();
     const call = storeCall(ctx, this.#algorithm.acquire, this.storageKey, request)
       .then((result) => {
         this.#learn(result, sentAt);
