@@ -44,7 +44,10 @@ async function run(policy: PolicyConfig, perSecond: number) {
       });
     });
   }
-  for (let t = 0; t < SECONDS * 1000; t += 500) clock.at(t, () => instances.forEach((l) => l.sweep()));
+  for (let t = 0; t < SECONDS * 1000; t += 500)
+    clock.at(t, () => {
+      for (const l of instances) l.sweep();
+    });
   await clock.run(SECONDS * 1000 + 100);
   return { admitted, callsPerDecision: store.calls.count / decisions };
 }
