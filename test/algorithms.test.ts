@@ -413,6 +413,23 @@ describe('concurrency', () => {
     expect(first + second, `first round ${first}, second ${second}`).toBe(20);
   });
 
+  it('keeps renewing slots in use after the LRU evicted their key', async () => {
+    const c = clock();
+    const store = new MemoryStore({ now: c.now });
+    const holder = limiter({ store, policies: exact, now: c.now, maxKeys: 1 });
+    const other = limiter({ store, policies: exact, now: c.now });
+    const held = await holder.acquire('c', 'a', { cost: 2 });
+    await holder.acquire('c', 'b'); // evicts 'a' from the holder's LRU
+    for (let i = 0; i < 10; i++) {
+      c.advance(4_000);
+      holder.sweep();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect((await other.acquire('c', 'a')).allowed, '40 s later, still held').toBe(false);
+    await held.release();
+    expect((await other.acquire('c', 'a', { cost: 2 })).allowed).toBe(true);
+  });
+
   it('frees a slot released after close()', async () => {
     const { instances, make } = cluster(1, exact);
     const h = await instances[0]!.acquire('c', 'k', { cost: 2 });

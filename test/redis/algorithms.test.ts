@@ -1,6 +1,8 @@
+import { readdirSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Limiter, type PolicyConfig, RedisStore } from '../../src/index.js';
+import { luaScript } from '../../src/scripts.js';
 import { fixedWindowAcquire } from '../../src/stores/windowOps.js';
 import { closeAllClients, redisClient, trackClient, uniquePrefix } from '../support/clients.js';
 
@@ -151,5 +153,42 @@ describe('fixed window on Redis TIME', () => {
     // The window index times its length is a UTC midnight.
     expect(new Date((grant.window + 1) * 86_400_000).toISOString()).toMatch(/T00:00:00.000Z$/);
     await store.close();
+  });
+});
+
+describe('every script in lua/', () => {
+  const names = readdirSync(new URL('../../lua/', import.meta.url))
+    .filter((f) => f.endsWith('.lua') && f !== 'prelude.lua')
+    .map((f) => f.slice(0, -4));
+
+  it('has the sha SCRIPT LOAD computes', async () => {
+    const client = redisClient();
+    expect(names.length).toBeGreaterThanOrEqual(15);
+    for (const name of names) {
+      const script = luaScript(name);
+      expect(await client.script('LOAD', script.source), name).toBe(script.sha);
+    }
+  });
+
+  it.each([
+    ['fixed_window_acquire', ['0', '60000', '1', '1', '1', '']],
+    ['fixed_window_acquire', ['10', '-1', '1', '1', '1', '']],
+    ['sliding_window_acquire', ['10', '0', '1', '1', '1', '']],
+    ['sliding_window_acquire', ['10', '1000', 'nan', '1', '1', '']],
+    ['sliding_log_acquire', ['10', '1000', '1.5', 'req-1', '']],
+    ['sliding_log_acquire', ['10', '1000', '1', '', '']],
+    ['sliding_log_quantised_acquire', ['10', '1000', '0', '1', '']],
+    ['leaky_bucket_reserve', ['10', '1000', '1', '1', '-5', '']],
+    ['leaky_bucket_reserve', ['inf', '1000', '1', '1', '0', '']],
+    ['concurrency_acquire', ['10', '1.5', '1', '1000', 'me', '0', '']],
+    ['concurrency_acquire', ['10', '1', '1', '1000', '', '0', '']],
+    ['concurrency_renew', ['0', 'me:0', '']],
+  ])('%s rejects %j without writing anything', async (name, args) => {
+    const client = redisClient();
+    const key = `${uniquePrefix('bad')}k`;
+    const { source } = luaScript(name);
+    const reply = await client.eval(source, 1, key, ...args).catch((e: Error) => e.message);
+    expect(reply).toMatch(/tokenlease: invalid/);
+    expect(await client.exists(key)).toBe(0);
   });
 });
