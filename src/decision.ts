@@ -12,6 +12,8 @@ export interface Decision {
   resetMs: number;
   /** 0 when allowed; when denied, ms until the same cost can pass; Infinity when it never can. */
   retryAfterMs: number;
+  /** For a multi-rule `consume`: each rule's own decision, in the order of the checks. */
+  checks?: readonly Decision[];
 }
 
 /** A turn in a leaky bucket's drain (`Limiter.reserve`). */

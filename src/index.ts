@@ -14,6 +14,7 @@ export {
   Limiter,
   type LimiterOptions,
   type LimiterStats,
+  type PolicyDescription,
   type ReserveOptions,
   type WaitOptions,
 } from './limiter.js';

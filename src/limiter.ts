@@ -46,6 +46,13 @@ export interface LimiterOptions {
   sweepIntervalMs?: number;
 }
 
+/** See `Limiter.describe`. */
+export interface PolicyDescription {
+  limit: number;
+  /** Seconds to restore the whole limit from empty (at least 1): the policy's window. */
+  windowSeconds: number;
+}
+
 export interface LimiterStats {
   /** Store calls made (acquisitions and returns). */
   storeCalls: number;
@@ -118,7 +125,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * leasing works" for the guarantees.
  */
 export class Limiter {
-  readonly #rules: Map<string, Rule>;
+  #rules: Map<string, Rule>;
   readonly #now: () => number;
   readonly #entries: LRUCache<string, KeyState>;
   /** Evicted states that still hold something needing upkeep (held concurrency slots). */
@@ -205,10 +212,40 @@ export class Limiter {
     const decisions = outcomes.map((o) => o.decision);
     const failure = settled.find((s) => s.status === 'rejected');
     const denied = decisions.filter((d) => !d.allowed);
-    if (failure === undefined && denied.length === 0) return tightest(decisions);
-    for (const o of outcomes) if (o.decision.allowed) o.refund?.();
+    if (failure === undefined && denied.length === 0) return { ...tightest(decisions), checks: decisions };
+    // The allowed rules are refunded, so each reports what is left after the refund.
+    const each = outcomes.map((o) => (o.decision.allowed && o.refund ? o.refund() : o.decision));
     if (failure) throw failure.reason;
-    return latestRetry(denied);
+    return { ...latestRetry(denied), checks: each };
+  }
+
+  /**
+   * What a policy allows, for response headers (e.g. `RateLimit-Policy: "per-key";q=100;w=1`):
+   * its limit and the whole seconds it takes to restore the limit from empty.
+   */
+  describe(policy: string): PolicyDescription {
+    const rule = this.#rule(policy, 'policy');
+    return (ENGINES[rule.algorithm].describe as (r: Rule, now: number) => PolicyDescription)(
+      rule,
+      this.#now(),
+    );
+  }
+
+  /**
+   * Replaces the policies without a restart. Validated eagerly: on a `ConfigError` nothing changes.
+   * A policy whose compiled rule is unchanged keeps its local state and leases; a changed or removed
+   * one hands its leased tokens back (the shared state under the same name carries on).
+   */
+  setPolicies(policies: Record<string, PolicyConfig>): void {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const next = compilePolicies(policies);
+    for (const [name, rule] of this.#rules) {
+      const fresh = next.get(name);
+      if (fresh && JSON.stringify(fresh) === JSON.stringify(rule)) next.set(name, rule);
+    }
+    this.#rules = next;
+    const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
+    for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }
 
   /**
@@ -303,14 +340,15 @@ export class Limiter {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 
-  #rule(name: unknown, field: string, method: Method): Rule {
+  /** The rule named `name`; with `method`, one whose algorithm answers that method. */
+  #rule(name: unknown, field: string, method?: Method): Rule {
     const rule = typeof name === 'string' ? this.#rules.get(name) : undefined;
     if (!rule) {
       const known = [...this.#rules.keys()].map((k) => JSON.stringify(k)).join(', ');
       throw new ArgumentError(field, `unknown policy ${JSON.stringify(name)}; known policies: ${known}`);
     }
     const { methods } = ENGINES[rule.algorithm];
-    if (!methods.includes(method)) {
+    if (method !== undefined && !methods.includes(method)) {
       throw new ArgumentError(
         field,
         `policy ${JSON.stringify(name)} is a ${rule.algorithm} policy: use ${methods.map((m) => `${m}()`).join(' or ')}`,

@@ -12,7 +12,8 @@ export interface LeaseOptions {
   /**
    * How far into the future a lease may reach, as refill time. Leasing tokens that will only exist
    * later keeps an oversubscribed key from sending every instance to the store for each token.
-   * @default the time to refill a whole burst (`burst / rate * period`)
+   * @default the time to refill two bursts (`2 * burst / rate * period`): room for every instance of a
+   * busy key to hold one lease in the queue, so an oversubscribed key rarely sends anyone back empty-handed
    */
   ahead?: Duration;
   /**
@@ -179,9 +180,9 @@ export interface TokenBucketRule {
   readonly horizonMs: number;
 }
 
-export interface WindowRule {
+export interface WindowRule<A extends WindowAlgorithm = WindowAlgorithm> {
   readonly name: string;
-  readonly algorithm: 'fixed-window' | 'sliding-window';
+  readonly algorithm: A;
   readonly limit: number;
   /** Window length in ms; `MONTH` (0) for calendar months (fixed window only). */
   readonly windowMs: number;
@@ -224,7 +225,15 @@ export interface ConcurrencyRule extends WholeUnits {
   readonly leaseTtlMs: number;
 }
 
-export type Rule = TokenBucketRule | WindowRule | SlidingLogRule | LeakyBucketRule | ConcurrencyRule;
+type WindowAlgorithm = 'fixed-window' | 'sliding-window';
+
+export type Rule =
+  | TokenBucketRule
+  | WindowRule<'fixed-window'>
+  | WindowRule<'sliding-window'>
+  | SlidingLogRule
+  | LeakyBucketRule
+  | ConcurrencyRule;
 
 function positive(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
@@ -266,7 +275,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
   const maxFraction =
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
   const aheadMs =
-    lease.ahead === undefined ? burst / ratePerMs : parseDuration(lease.ahead, `${field}.lease.ahead`);
+    lease.ahead === undefined ? (2 * burst) / ratePerMs : parseDuration(lease.ahead, `${field}.lease.ahead`);
   return {
     name,
     algorithm: 'token-bucket',
@@ -303,12 +312,12 @@ function leaseObject<T extends object>(lease: unknown, field: string): T {
   return lease as T;
 }
 
-function windowed(
+function windowed<A extends WindowAlgorithm>(
   name: string,
   raw: FixedWindowPolicy | SlidingWindowPolicy,
   field: string,
-  algorithm: WindowRule['algorithm'],
-): WindowRule {
+  algorithm: A,
+): WindowRule<A> {
   const limit = positive(raw.limit, `${field}.limit`);
   let windowMs: number;
   if (raw.window === 'month') {

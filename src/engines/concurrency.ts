@@ -21,6 +21,7 @@ import {
   type KeyState,
   MAX_ATTEMPTS,
   retryAfter,
+  seconds,
   storeCall,
 } from './engine.js';
 
@@ -208,4 +209,6 @@ class ConcurrencyKey implements KeyState {
 export const concurrencyEngine: Engine<ConcurrencyRule> = {
   open: (ctx, rule, key, storageKey) => new ConcurrencyKey(ctx, rule, key, storageKey),
   methods: ['acquire'],
+  // No window: slots free when released, a dead holder's within one slot TTL.
+  describe: (rule) => ({ limit: rule.limit, windowSeconds: seconds(rule.slotTtlMs) }),
 };

@@ -6,6 +6,7 @@
  */
 import type { LimitFunction } from 'p-limit';
 import type { Decision, Reservation, SlotHandle } from '../decision.js';
+import type { PolicyDescription } from '../limiter.js';
 import type { Rule } from '../policy.js';
 import type { Operation, Store } from '../stores/store.js';
 
@@ -46,12 +47,16 @@ export interface EngineContext {
 /** One check of a `consume`: the decision, and how to give back what an admission took. */
 export interface Outcome {
   readonly decision: Decision;
-  /** Undoes an allowed decision (a multi-rule check that another rule refused). */
-  readonly refund?: () => void;
+  /**
+   * Undoes an allowed decision (a multi-rule check that another rule refused) and returns the
+   * decision as it stands after the refund.
+   */
+  readonly refund?: () => Decision;
 }
 
 /** Local state and behaviour of one (policy, key). */
 export interface KeyState {
+  readonly rule: Rule;
   readonly storageKey: string;
   consume?(cost: number): Promise<Outcome>;
   /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
@@ -72,6 +77,18 @@ export interface Engine<R extends Rule> {
   open(ctx: EngineContext, rule: R, key: string, storageKey: string): KeyState;
   /** The methods its key states implement (`consume` always returns an `Outcome`). */
   readonly methods: readonly Method[];
+  /** Limit and window of a rule, for response headers (`Limiter.describe`). */
+  describe(rule: R, now: number): PolicyDescription;
+}
+
+/** A refunded decision: `cost` more remains (up to the limit); the reset time is the engine's to say. */
+export function refunded(decision: Decision, cost: number, resetMs = decision.resetMs): Decision {
+  return { ...decision, remaining: Math.min(decision.limit, decision.remaining + cost), resetMs };
+}
+
+/** Whole seconds of a duration in ms, at least 1 (`PolicyDescription.windowSeconds`). */
+export function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
 }
 
 /** One store call through the gate, counted in the stats; rejects as the store does. */

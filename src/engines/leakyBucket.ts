@@ -14,7 +14,9 @@ import {
   type EngineContext,
   type KeyState,
   type Outcome,
+  refunded,
   retryAfter,
+  seconds,
   storeCall,
 } from './engine.js';
 
@@ -34,7 +36,12 @@ class LeakyBucketKey implements KeyState {
 
   async consume(cost: number): Promise<Outcome> {
     const { cancel, delayMs: _, ...decision } = await this.reserve(cost, 0);
-    return decision.allowed ? { decision, refund: () => void cancel() } : { decision };
+    if (!decision.allowed) return { decision };
+    const refund = () => {
+      void cancel();
+      return refunded(decision, cost, Math.max(0, decision.resetMs - Math.ceil(drainMs(cost, this.rule))));
+    };
+    return { decision, refund };
   }
 
   async reserve(cost: number, maxWaitMs = this.rule.maxWaitMs): Promise<Reservation> {
@@ -98,4 +105,5 @@ class LeakyBucketKey implements KeyState {
 export const leakyBucketEngine: Engine<LeakyBucketRule> = {
   open: (ctx, rule, key, storageKey) => new LeakyBucketKey(ctx, rule, key, storageKey),
   methods: ['consume', 'reserve'],
+  describe: (rule) => ({ limit: rule.burst, windowSeconds: seconds(drainMs(rule.burst, rule)) }),
 };

@@ -17,7 +17,9 @@ import {
   type EngineContext,
   type KeyState,
   type Outcome,
+  refunded,
   retryAfter,
+  seconds,
   storeCall,
 } from './engine.js';
 
@@ -45,7 +47,7 @@ class SlidingLogKey implements KeyState {
       return { decision: this.#decision(sentAt, false, this.#deniedUntil - sentAt) };
     }
     const base = { limit: rule.limit, windowMs: rule.windowMs, cost };
-    let refund: (() => void) | undefined;
+    let giveBack: () => void;
     let result: { allowed: boolean; count: number; retryMs: number; resetMs: number };
     if (rule.quantumMs > 0) {
       const r = await storeCall(ctx, quantisedLogAcquire, this.storageKey, {
@@ -53,18 +55,25 @@ class SlidingLogKey implements KeyState {
         quantumMs: rule.quantumMs,
       });
       const release = { windowMs: rule.windowMs, quantumMs: rule.quantumMs, bucket: r.bucket, cost };
-      refund = () => backgroundCall(ctx, quantisedLogRelease, this.storageKey, release);
+      giveBack = () => backgroundCall(ctx, quantisedLogRelease, this.storageKey, release);
       result = r;
     } else {
       const id = ctx.nextId();
       result = await storeCall(ctx, slidingLogAcquire, this.storageKey, { ...base, id });
-      refund = () =>
+      giveBack = () =>
         backgroundCall(ctx, slidingLogRelease, this.storageKey, { windowMs: rule.windowMs, cost, id });
     }
     this.#count = result.count;
     this.#resetAt = sentAt + result.resetMs;
     const now = ctx.now();
-    if (result.allowed) return { decision: this.#decision(now, true, 0), refund };
+    if (result.allowed) {
+      const decision = this.#decision(now, true, 0);
+      const refund = () => {
+        giveBack();
+        return refunded(decision, cost);
+      };
+      return { decision, refund };
+    }
     this.#deniedUntil = sentAt + result.retryMs;
     this.#deniedCost = cost;
     return { decision: this.#decision(now, false, this.#deniedUntil - now) };
@@ -93,4 +102,5 @@ class SlidingLogKey implements KeyState {
 export const slidingLogEngine: Engine<SlidingLogRule> = {
   open: (ctx, rule, key, storageKey) => new SlidingLogKey(ctx, rule, key, storageKey),
   methods: ['consume'],
+  describe: (rule) => ({ limit: rule.limit, windowSeconds: seconds(rule.windowMs) }),
 };

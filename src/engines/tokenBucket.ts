@@ -9,7 +9,14 @@ import { type Demand, demandPerMs, noteDemand } from '../demand.js';
 import * as lease from '../lease.js';
 import type { TokenBucketRule } from '../policy.js';
 import { tokenBucketAcquire, tokenBucketRelease } from '../stores/tokenBucketOps.js';
-import { type Engine, type EngineContext, type KeyState, MAX_ATTEMPTS, type Outcome } from './engine.js';
+import {
+  type Engine,
+  type EngineContext,
+  type KeyState,
+  MAX_ATTEMPTS,
+  type Outcome,
+  seconds,
+} from './engine.js';
 
 class TokenBucketKey implements KeyState {
   segments: lease.Segment[] = [];
@@ -39,7 +46,16 @@ class TokenBucketKey implements KeyState {
   async consume(cost: number): Promise<Outcome> {
     const decision = await this.#consume(cost);
     if (!decision.allowed) return { decision };
-    return { decision, refund: () => this.#refund(cost) };
+    const refund = () => {
+      this.#refund(cost);
+      const remaining = Math.min(decision.limit, decision.remaining + cost);
+      return {
+        ...decision,
+        remaining,
+        resetMs: Math.ceil((this.rule.burst - remaining) / this.rule.ratePerMs),
+      };
+    };
+    return { decision, refund };
   }
 
   async #consume(cost: number): Promise<Decision> {
@@ -242,4 +258,5 @@ class TokenBucketKey implements KeyState {
 export const tokenBucketEngine: Engine<TokenBucketRule> = {
   open: (ctx, rule, key, storageKey) => new TokenBucketKey(ctx, rule, key, storageKey),
   methods: ['consume'],
+  describe: (rule) => ({ limit: rule.burst, windowSeconds: seconds(rule.burst / rule.ratePerMs) }),
 };

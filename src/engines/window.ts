@@ -13,6 +13,7 @@
  * segments), so a saturated key does not send every instance to the store for each token.
  * With `lease: 'exact'` every decision is one store call for exactly its cost.
  */
+import { windowEnd, windowIndex, windowStart } from '../algorithms/fixedWindow.js';
 import type { WindowAcquireRequest, WindowGrant, WindowReleaseRequest } from '../algorithms/window.js';
 import type { Decision } from '../decision.js';
 import { type Demand, demandPerMs, noteDemand } from '../demand.js';
@@ -32,7 +33,9 @@ import {
   type KeyState,
   MAX_ATTEMPTS,
   type Outcome,
+  refunded,
   retryAfter,
+  seconds,
   storeCall,
 } from './engine.js';
 
@@ -111,7 +114,8 @@ class WindowKey implements KeyState {
       if (slice && lease.take(slice.segments, now, cost)) {
         if (attempt === 0) ctx.stats.localDecisions++;
         this.#refillAhead(now);
-        return { decision: this.#decision(now, true, 0), refund: () => this.#refund(slice.window, cost) };
+        const decision = this.#decision(now, true, 0);
+        return { decision, refund: () => this.#refund(slice.window, cost, decision) };
       }
       // Tokens leased ahead open later in this window: until then there is no room anywhere (and
       // what opens only as the window ends waits for the next window).
@@ -142,7 +146,8 @@ class WindowKey implements KeyState {
     this.#learn(result, sentAt);
     const now = ctx.now();
     if (result.granted > 0) {
-      return { decision: this.#decision(now, true, 0), refund: () => this.#refund(result.window, cost) };
+      const decision = this.#decision(now, true, 0);
+      return { decision, refund: () => this.#refund(result.window, cost, decision) };
     }
     this.#deniedUntil = sentAt + result.retryMs;
     this.#deniedCost = cost;
@@ -282,12 +287,13 @@ class WindowKey implements KeyState {
   }
 
   /** Puts back tokens of a multi-rule check refused elsewhere: into the local slice, else the store. */
-  #refund(window: number, cost: number): void {
+  #refund(window: number, cost: number, decision: Decision): Decision {
     const current = this.ctx.peek(this.storageKey);
     const slice = current instanceof WindowKey ? current.slice : undefined;
     const now = this.ctx.now();
     if (slice && slice.window === window && now < slice.endsAt) lease.refund(slice.segments, now, cost);
     else this.#release(window, cost);
+    return refunded(decision, cost);
   }
 
   #decision(now: number, allowed: boolean, retryAfterMs: number): Decision {
@@ -309,4 +315,12 @@ class WindowKey implements KeyState {
 export const windowEngine: Engine<WindowRule> = {
   open: (ctx, rule, key, storageKey) => new WindowKey(ctx, rule, key, storageKey),
   methods: ['consume'],
+  describe(rule, now) {
+    // A calendar month is as long as the one `now` is in.
+    const index = windowIndex(now, rule.windowMs);
+    return {
+      limit: rule.limit,
+      windowSeconds: seconds(windowEnd(index, rule.windowMs) - windowStart(index, rule.windowMs)),
+    };
+  },
 };
