@@ -18,6 +18,23 @@ export {
   type ReserveOptions,
   type WaitOptions,
 } from './limiter.js';
+export { type DecisionLogEntry, type DecisionLogOptions, decisionLog } from './observe/decisionLog.js';
+export type {
+  BreakerEvent,
+  BreakerState,
+  DecisionEvent,
+  DenyReason,
+  LeaseEvent,
+  ObservedLimiter,
+  Observer,
+  Outcome,
+  ReturnReason,
+  Source,
+  StoreCallEvent,
+} from './observe/events.js';
+export type { HeavyHitter } from './observe/spaceSaving.js';
+export type { OffendersOptions, TelemetryCounts } from './observe/telemetry.js';
+export { type QuotaAlertsOptions, quotaAlerts, type ThresholdEvent } from './observe/thresholds.js';
 export type {
   ConcurrencyLeaseOptions,
   ConcurrencyPolicy,

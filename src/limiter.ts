@@ -9,9 +9,12 @@ import {
   type SlotHandle,
   tightest,
 } from './decision.js';
-import type { Counters, EngineContext, KeyState, Method, Outcome } from './engines/engine.js';
+import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
 import { ArgumentError, ClosedError, ConfigError } from './errors.js';
+import type { Observer } from './observe/events.js';
+import type { HeavyHitter } from './observe/spaceSaving.js';
+import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { storageKey } from './stores/keys.js';
 import { MemoryStore } from './stores/memoryStore.js';
@@ -44,6 +47,17 @@ export interface LimiterOptions {
    * @default 500
    */
   sweepIntervalMs?: number;
+  /**
+   * Receivers of decision, store-call, lease and breaker events (metrics, alerts, logs); see
+   * README "Observability". Without observers no event object is built.
+   * @default []
+   */
+  observers?: readonly Observer[];
+  /**
+   * The sketch of denied keys per policy behind `topDenied()`, or `false` to keep none.
+   * @default { capacity: 256, halfLife: '1m' }
+   */
+  offenders?: OffendersOptions | false;
 }
 
 /** See `Limiter.describe`. */
@@ -53,7 +67,7 @@ export interface PolicyDescription {
   windowSeconds: number;
 }
 
-export interface LimiterStats {
+export interface LimiterStats extends TelemetryCounts {
   /** Store calls made (acquisitions and returns). */
   storeCalls: number;
   storeErrors: number;
@@ -132,6 +146,7 @@ export class Limiter {
   readonly #pinned = new Set<KeyState>();
   readonly #pending = new Set<Promise<unknown>>();
   readonly #timer: NodeJS.Timeout | undefined;
+  readonly #telemetry: Telemetry;
   readonly #stats: Counters = {
     storeCalls: 0,
     storeErrors: 0,
@@ -158,18 +173,28 @@ export class Limiter {
     const gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
     this.#entries = new LRUCache<string, KeyState>({
       max: positiveInteger(options.maxKeys ?? 100_000, 'maxKeys'),
-      dispose: (state) => state.returnUnused(),
+      dispose: (state, _id, reason) =>
+        state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
     const sweepMs = options.sweepIntervalMs ?? 500;
     if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
       throw new ConfigError('sweepIntervalMs', `expected a number of ms >= 0, got ${String(sweepMs)}`);
     }
+    this.#telemetry = new Telemetry({
+      observers: options.observers,
+      offenders: options.offenders,
+      now: this.#now,
+      policies: () => [...this.#rules.keys()],
+      stats: () => this.stats(),
+    });
+    const telemetry = this.#telemetry;
+    const stats = this.#stats;
     const limiter = this;
     // 48 random bits: ids of two limiters collide with odds far below anything else that can go wrong.
     const instanceId = randomBytes(6).toString('base64url');
     let ids = 0;
     this.#ctx = {
-      store,
+      store: telemetry.instrument(store),
       gate,
       now: this.#now,
       stats: this.#stats,
@@ -178,6 +203,13 @@ export class Limiter {
       peek: (id) => this.#entries.peek(id),
       pin: (state) => this.#pinned.add(state),
       unpin: (state) => this.#pinned.delete(state),
+      telemetry,
+      answer(storeWaits, cost, check, decision) {
+        if (storeWaits === 0) stats.localDecisions++;
+        const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
+        telemetry.decided(decision, cost, check?.route, storeWaits === 0 ? 'lease' : 'store', outcome);
+        return decision;
+      },
       get closed() {
         return limiter.#closing !== undefined;
       },
@@ -200,14 +232,21 @@ export class Limiter {
     const checks = policyOrChecks.map((c, i) => {
       if (typeof c !== 'object' || c === null)
         throw new ArgumentError(`checks[${i}]`, 'expected { policy, key, cost? }');
+      if (c.route !== undefined && typeof c.route !== 'string') {
+        throw new ArgumentError(`checks[${i}].route`, `expected a string, got ${typeof c.route}`);
+      }
+      if (c.shadow !== undefined && typeof c.shadow !== 'boolean') {
+        throw new ArgumentError(`checks[${i}].shadow`, `expected a boolean, got ${typeof c.shadow}`);
+      }
       const rule = this.#rule(c.policy, `checks[${i}].policy`, 'consume');
       return {
         rule,
         key: this.#key(c.key, `checks[${i}].key`),
         cost: checkCost(c.cost ?? 1, `checks[${i}].cost`, rule),
+        check: c,
       };
     });
-    const settled = await Promise.allSettled(checks.map((c) => this.#check(c.rule, c.key, c.cost)));
+    const settled = await Promise.allSettled(checks.map((c) => this.#check(c.rule, c.key, c.cost, c.check)));
     const outcomes = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const decisions = outcomes.map((o) => o.decision);
     const failure = settled.find((s) => s.status === 'rejected');
@@ -318,8 +357,18 @@ export class Limiter {
     }
   }
 
+  /** Counters for a health endpoint; cheap enough to call per request. */
   stats(): LimiterStats {
-    return { ...this.#stats, keys: this.#entries.size };
+    const t = this.#telemetry.counts;
+    return { ...this.#stats, ...t, outcomes: { ...t.outcomes }, keys: this.#entries.size };
+  }
+
+  /**
+   * The `n` keys of `policy` denied most often lately (see the `offenders` option), heaviest first:
+   * the answer to "one abusive client, or a limit that cuts everyone?".
+   */
+  topDenied(policy: string, n = 10): HeavyHitter[] {
+    return this.#telemetry.topDenied(this.#rule(policy, 'policy').name, n);
   }
 
   /**
@@ -331,7 +380,9 @@ export class Limiter {
       clearInterval(this.#timer);
       await this.#settle();
       this.#entries.clear(); // dispose returns each entry's unused tokens
+      for (const state of this.#pinned) state.returnUnused('closed');
       await this.#settle();
+      this.#telemetry.close();
     })();
     return this.#closing;
   }
@@ -372,9 +423,10 @@ export class Limiter {
     return state;
   }
 
-  async #check(rule: Rule, key: string, cost: number): Promise<Outcome> {
+  /** `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow). */
+  async #check(rule: Rule, key: string, cost: number, check?: Check): Promise<Consumed> {
     this.#stats.decisions++;
-    return this.#entry(rule, key).consume!(cost);
+    return this.#entry(rule, key).consume!(cost, check);
   }
 
   #track(promise: Promise<unknown>): void {

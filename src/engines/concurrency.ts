@@ -12,12 +12,13 @@
 
 import { slotId } from '../algorithms/concurrency.js';
 import type { Decision, SlotHandle } from '../decision.js';
+import type { ReturnReason } from '../observe/events.js';
 import type { ConcurrencyRule } from '../policy.js';
 import { concurrencyAcquire, concurrencyRelease, concurrencyRenew } from '../stores/concurrencyOps.js';
 import {
-  backgroundCall,
   type Engine,
   type EngineContext,
+  handBack,
   type KeyState,
   MAX_ATTEMPTS,
   retryAfter,
@@ -56,16 +57,13 @@ class ConcurrencyKey implements KeyState {
 
   async acquire(cost: number): Promise<SlotHandle> {
     const { ctx, rule } = this;
-    if (cost > rule.limit) return this.#refused(Number.POSITIVE_INFINITY);
+    if (cost > rule.limit) return this.#refused(0, cost, Number.POSITIVE_INFINITY);
     for (let attempt = 0; ; attempt++) {
-      if (this.#free.length >= cost) {
-        if (attempt === 0) ctx.stats.localDecisions++;
-        return this.#hold(this.#free.splice(0, cost));
-      }
-      if (attempt === MAX_ATTEMPTS) return this.#refused(1);
+      if (this.#free.length >= cost) return this.#hold(attempt, cost, this.#free.splice(0, cost));
+      if (attempt === MAX_ATTEMPTS) return this.#refused(attempt, cost, 1);
       const grant = await this.#acquire(cost - this.#free.length);
       if (grant.granted === 0 && this.#free.length < cost) {
-        return this.#refused(grant.sentAt + grant.retryMs - ctx.now());
+        return this.#refused(attempt + 1, cost, grant.sentAt + grant.retryMs - ctx.now());
       }
     }
   }
@@ -84,6 +82,7 @@ class ConcurrencyKey implements KeyState {
         if (result.granted > 0) {
           ctx.stats.leasesGranted++;
           ctx.stats.tokensLeased += result.granted;
+          ctx.telemetry.leaseGranted(rule.name, this.key, result.granted);
           this.#lastGrant = result.granted;
           for (let i = 0; i < result.granted; i++) this.#free.push(slotId(owner, i));
           this.#freeSince = ctx.now();
@@ -105,7 +104,7 @@ class ConcurrencyKey implements KeyState {
     return Math.max(1, Math.floor(this.#knownFree * this.rule.maxFraction));
   }
 
-  #hold(ids: string[]): SlotHandle {
+  #hold(storeWaits: number, cost: number, ids: string[]): SlotHandle {
     for (const id of ids) this.#inUse.add(id);
     this.#freeSince = this.ctx.now();
     let released = false;
@@ -114,7 +113,7 @@ class ConcurrencyKey implements KeyState {
       released = true;
       await this.#release(ids);
     };
-    return { ...this.#decision(true, 0), release };
+    return { ...this.ctx.answer(storeWaits, cost, undefined, this.#decision(true, 0)), release };
   }
 
   #release(ids: readonly string[]): Promise<void> {
@@ -145,18 +144,22 @@ class ConcurrencyKey implements KeyState {
     }
   }
 
-  returnUnused(): void {
+  returnUnused(reason: ReturnReason): void {
     const ids = this.#free;
     this.#free = [];
     this.#settle();
     if (ids.length === 0) return;
-    this.ctx.stats.tokensReturned += ids.length;
-    backgroundCall(this.ctx, concurrencyRelease, this.storageKey, { ids });
+    const returned = { policy: this.rule.name, key: this.key, tokens: ids.length, reason };
+    handBack(this.ctx, concurrencyRelease, this.storageKey, { ids }, returned);
   }
 
   sweep(now: number): boolean {
+    // An evicted state only finishes what is in use: nobody will draw on its free slots.
+    if (this.#free.length > 0 && !this.#inflight && this.ctx.peek(this.storageKey) !== this) {
+      this.returnUnused('orphaned');
+    }
     if (this.#free.length > 0 && now >= this.#freeSince + this.rule.leaseTtlMs && !this.#inflight) {
-      this.returnUnused();
+      this.returnUnused('expired');
     }
     if (now >= this.#renewAt) this.#renew(now);
     return this.#free.length === 0 && this.#inUse.size === 0 && !this.#inflight;
@@ -187,8 +190,9 @@ class ConcurrencyKey implements KeyState {
     ctx.track(call);
   }
 
-  #refused(retryAfterMs: number): SlotHandle {
-    return { ...this.#decision(false, retryAfterMs), release: async () => {} };
+  #refused(storeWaits: number, cost: number, retryAfterMs: number): SlotHandle {
+    const decision = this.ctx.answer(storeWaits, cost, undefined, this.#decision(false, retryAfterMs));
+    return { ...decision, release: async () => {} };
   }
 
   #decision(allowed: boolean, retryAfterMs: number): Decision {

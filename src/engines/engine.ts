@@ -5,8 +5,10 @@
  * all-or-nothing with refunds, stats, `sweep()` and `close()` — and never looks inside a KeyState.
  */
 import type { LimitFunction } from 'p-limit';
-import type { Decision, Reservation, SlotHandle } from '../decision.js';
+import type { Check, Decision, Reservation, SlotHandle } from '../decision.js';
 import type { PolicyDescription } from '../limiter.js';
+import type { ReturnReason } from '../observe/events.js';
+import type { Telemetry } from '../observe/telemetry.js';
 import type { Rule } from '../policy.js';
 import type { Operation, Store } from '../stores/store.js';
 
@@ -42,10 +44,17 @@ export interface EngineContext {
   unpin(state: KeyState): void;
   /** True once `close()` was called. */
   readonly closed: boolean;
+  /** Lease events for observers. */
+  readonly telemetry: Pick<Telemetry, 'leaseGranted' | 'leaseReturned' | 'stranded'>;
+  /**
+   * Every decision passes through here on its way out: counted as local when it waited for no
+   * store call (`storeWaits` 0), and reported to observers. Returns `decision`.
+   */
+  answer(storeWaits: number, cost: number, check: Check | undefined, decision: Decision): Decision;
 }
 
 /** One check of a `consume`: the decision, and how to give back what an admission took. */
-export interface Outcome {
+export interface Consumed {
   readonly decision: Decision;
   /**
    * Undoes an allowed decision (a multi-rule check that another rule refused) and returns the
@@ -58,13 +67,14 @@ export interface Outcome {
 export interface KeyState {
   readonly rule: Rule;
   readonly storageKey: string;
-  consume?(cost: number): Promise<Outcome>;
+  /** `check`: the caller's check of a multi-rule consume (route, shadow), for observers. */
+  consume?(cost: number, check?: Check): Promise<Consumed>;
   /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
   reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
   /** Slot algorithms: hold slots until released (`Limiter.acquire`). */
   acquire?(cost: number): Promise<SlotHandle>;
   /** Hands back whatever is leased (lease expiry, eviction, close). Never throws. */
-  returnUnused(): void;
+  returnUnused(reason: ReturnReason): void;
   /** Periodic upkeep; true when the state holds nothing worth keeping and may be forgotten. */
   sweep(now: number): boolean;
 }
@@ -75,7 +85,7 @@ export type Method = 'consume' | 'reserve' | 'acquire';
 export interface Engine<R extends Rule> {
   /** Opens the local state of one (policy, key). */
   open(ctx: EngineContext, rule: R, key: string, storageKey: string): KeyState;
-  /** The methods its key states implement (`consume` always returns an `Outcome`). */
+  /** The methods its key states implement (`consume` always returns an `Consumed`). */
   readonly methods: readonly Method[];
   /** Limit and window of a rule, for response headers (`Limiter.describe`). */
   describe(rule: R, now: number): PolicyDescription;
@@ -107,7 +117,24 @@ export function storeCall<S, Req, Res>(
     });
 }
 
-/** A store call nobody waits for (a return of unused tokens): tracked for `close()`, errors counted. */
+/**
+ * Hands leased tokens back in the background: counted, reported to observers, and reported as
+ * stranded when the store call fails (the shared state is then short of them until it recovers).
+ */
+export function handBack<S, Req, Res>(
+  ctx: EngineContext,
+  op: Operation<S, Req, Res>,
+  storageKey: string,
+  req: Req,
+  returned: { policy: string; key: string; tokens: number; reason: ReturnReason },
+): void {
+  const { policy, key, tokens, reason } = returned;
+  ctx.stats.tokensReturned += tokens;
+  ctx.telemetry.leaseReturned(policy, key, tokens, reason);
+  ctx.track(storeCall(ctx, op, storageKey, req).catch(() => ctx.telemetry.stranded(policy, key, tokens)));
+}
+
+/** A store call nobody waits for (a refund): tracked for `close()`, errors counted. */
 export function backgroundCall<S, Req, Res>(
   ctx: EngineContext,
   op: Operation<S, Req, Res>,

@@ -6,14 +6,14 @@
  * than its bound is refused from memory.
  */
 import { drainMs } from '../algorithms/leakyBucket.js';
-import type { Decision, Reservation } from '../decision.js';
+import type { Check, Decision, Reservation } from '../decision.js';
 import type { LeakyBucketRule } from '../policy.js';
 import { leakyBucketCancel, leakyBucketReserve } from '../stores/leakyBucketOps.js';
 import {
+  type Consumed,
   type Engine,
   type EngineContext,
   type KeyState,
-  type Outcome,
   refunded,
   retryAfter,
   seconds,
@@ -34,8 +34,8 @@ class LeakyBucketKey implements KeyState {
     readonly storageKey: string,
   ) {}
 
-  async consume(cost: number): Promise<Outcome> {
-    const { cancel, delayMs: _, ...decision } = await this.reserve(cost, 0);
+  async consume(cost: number, check?: Check): Promise<Consumed> {
+    const { cancel, delayMs: _, ...decision } = await this.reserve(cost, 0, check);
     if (!decision.allowed) return { decision };
     const refund = () => {
       void cancel();
@@ -44,14 +44,17 @@ class LeakyBucketKey implements KeyState {
     return { decision, refund };
   }
 
-  async reserve(cost: number, maxWaitMs = this.rule.maxWaitMs): Promise<Reservation> {
+  /** `check`: the caller's check of a multi-rule consume, for observers. */
+  async reserve(cost: number, maxWaitMs = this.rule.maxWaitMs, check?: Check): Promise<Reservation> {
     const { ctx, rule } = this;
     const sentAt = ctx.now();
+    const answer = (storeWaits: number, decision: Decision) => ctx.answer(storeWaits, cost, check, decision);
     // Even an empty bucket makes a request above the burst wait for the excess to drain.
-    if (drainMs(cost - rule.burst, rule) > maxWaitMs) return this.#refused(sentAt, Number.POSITIVE_INFINITY);
+    if (drainMs(cost - rule.burst, rule) > maxWaitMs) {
+      return refused(answer(0, this.#decision(sentAt, false, Number.POSITIVE_INFINITY)));
+    }
     if (cost >= this.#deniedCost && this.#deniedUntil - sentAt > maxWaitMs) {
-      ctx.stats.localDecisions++;
-      return this.#refused(sentAt, this.#deniedUntil - sentAt - maxWaitMs);
+      return refused(answer(0, this.#decision(sentAt, false, this.#deniedUntil - sentAt - maxWaitMs)));
     }
     const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, cost, maxWaitMs };
     const result = await storeCall(ctx, leakyBucketReserve, this.storageKey, request);
@@ -60,7 +63,7 @@ class LeakyBucketKey implements KeyState {
       this.#drainedAt = sentAt + result.backlogMs;
       this.#deniedUntil = sentAt + result.delayMs;
       this.#deniedCost = cost;
-      return this.#refused(now, this.#deniedUntil - now - maxWaitMs);
+      return refused(answer(1, this.#decision(now, false, this.#deniedUntil - now - maxWaitMs)));
     }
     this.#drainedAt = sentAt + result.backlogMs;
     let cancelled = false;
@@ -73,11 +76,7 @@ class LeakyBucketKey implements KeyState {
       await call;
     };
     // The delay counts from the store's decision; waiting it from the reply is late, never early.
-    return { ...this.#decision(now, true, 0), delayMs: result.delayMs, cancel };
-  }
-
-  #refused(now: number, retryAfterMs: number): Reservation {
-    return { ...this.#decision(now, false, retryAfterMs), delayMs: 0, cancel: async () => {} };
+    return { ...answer(1, this.#decision(now, true, 0)), delayMs: result.delayMs, cancel };
   }
 
   returnUnused(): void {}
@@ -100,6 +99,10 @@ class LeakyBucketKey implements KeyState {
       retryAfterMs: allowed ? 0 : retryAfter(retryAfterMs),
     };
   }
+}
+
+function refused(decision: Decision): Reservation {
+  return { ...decision, delayMs: 0, cancel: async () => {} };
 }
 
 export const leakyBucketEngine: Engine<LeakyBucketRule> = {

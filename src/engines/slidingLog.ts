@@ -3,7 +3,7 @@
  * trim, count and append in one script. What stays local is the deny cache: a refused key is
  * answered from memory until enough old entries have left the window.
  */
-import type { Decision } from '../decision.js';
+import type { Check, Decision } from '../decision.js';
 import type { SlidingLogRule } from '../policy.js';
 import {
   quantisedLogAcquire,
@@ -13,10 +13,10 @@ import {
 } from '../stores/slidingLogOps.js';
 import {
   backgroundCall,
+  type Consumed,
   type Engine,
   type EngineContext,
   type KeyState,
-  type Outcome,
   refunded,
   retryAfter,
   seconds,
@@ -38,13 +38,15 @@ class SlidingLogKey implements KeyState {
     readonly storageKey: string,
   ) {}
 
-  async consume(cost: number): Promise<Outcome> {
+  async consume(cost: number, check?: Check): Promise<Consumed> {
     const { ctx, rule } = this;
     const sentAt = ctx.now();
-    if (cost > rule.limit) return { decision: this.#decision(sentAt, false, Number.POSITIVE_INFINITY) };
+    const answer = (storeWaits: number, decision: Decision) => ctx.answer(storeWaits, cost, check, decision);
+    if (cost > rule.limit) {
+      return { decision: answer(0, this.#decision(sentAt, false, Number.POSITIVE_INFINITY)) };
+    }
     if (sentAt < this.#deniedUntil && cost >= this.#deniedCost) {
-      ctx.stats.localDecisions++;
-      return { decision: this.#decision(sentAt, false, this.#deniedUntil - sentAt) };
+      return { decision: answer(0, this.#decision(sentAt, false, this.#deniedUntil - sentAt)) };
     }
     const base = { limit: rule.limit, windowMs: rule.windowMs, cost };
     let giveBack: () => void;
@@ -67,7 +69,7 @@ class SlidingLogKey implements KeyState {
     this.#resetAt = sentAt + result.resetMs;
     const now = ctx.now();
     if (result.allowed) {
-      const decision = this.#decision(now, true, 0);
+      const decision = answer(1, this.#decision(now, true, 0));
       const refund = () => {
         giveBack();
         return refunded(decision, cost);
@@ -76,7 +78,7 @@ class SlidingLogKey implements KeyState {
     }
     this.#deniedUntil = sentAt + result.retryMs;
     this.#deniedCost = cost;
-    return { decision: this.#decision(now, false, this.#deniedUntil - now) };
+    return { decision: answer(1, this.#decision(now, false, this.#deniedUntil - now)) };
   }
 
   returnUnused(): void {}

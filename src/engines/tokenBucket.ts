@@ -4,17 +4,18 @@
  * every decision.
  */
 import { msUntilRoom } from '../algorithms/tokenBucket.js';
-import type { Decision } from '../decision.js';
+import type { Check, Decision } from '../decision.js';
 import { type Demand, demandPerMs, noteDemand } from '../demand.js';
 import * as lease from '../lease.js';
+import type { ReturnReason } from '../observe/events.js';
 import type { TokenBucketRule } from '../policy.js';
 import { tokenBucketAcquire, tokenBucketRelease } from '../stores/tokenBucketOps.js';
 import {
+  type Consumed,
   type Engine,
   type EngineContext,
   type KeyState,
   MAX_ATTEMPTS,
-  type Outcome,
   seconds,
 } from './engine.js';
 
@@ -43,8 +44,8 @@ class TokenBucketKey implements KeyState {
     this.levelAt = ctx.now();
   }
 
-  async consume(cost: number): Promise<Outcome> {
-    const decision = await this.#consume(cost);
+  async consume(cost: number, check?: Check): Promise<Consumed> {
+    const decision = await this.#consume(cost, check);
     if (!decision.allowed) return { decision };
     const refund = () => {
       this.#refund(cost);
@@ -58,37 +59,39 @@ class TokenBucketKey implements KeyState {
     return { decision, refund };
   }
 
-  async #consume(cost: number): Promise<Decision> {
+  async #consume(cost: number, check: Check | undefined): Promise<Decision> {
     const { ctx, rule } = this;
     noteDemand(this.demand, ctx.now(), cost);
-    if (cost > rule.burst) return this.#deny(ctx.now(), Number.POSITIVE_INFINITY);
-    if (rule.exact) return this.#consumeExact(cost);
+    if (cost > rule.burst) {
+      return ctx.answer(0, cost, check, this.#deny(ctx.now(), Number.POSITIVE_INFINITY));
+    }
+    if (rule.exact) return this.#consumeExact(cost, check);
     for (let attempt = 0; ; attempt++) {
       const now = ctx.now();
-      if (this.segments.length > 0 && now >= this.expiresAt && !this.inflight) this.returnUnused();
+      if (this.segments.length > 0 && now >= this.expiresAt && !this.inflight) this.returnUnused('expired');
       if (lease.take(this.segments, now, cost)) {
-        if (attempt === 0) ctx.stats.localDecisions++;
         this.#refillAhead(now);
-        return this.#allow(now);
+        return ctx.answer(attempt, cost, check, this.#allow(now));
       }
       // Tokens already reserved for us exist later: the shared bucket is empty until then.
       const wait = lease.msUntilAvailable(this.segments, now, cost);
-      if (Number.isFinite(wait)) return this.#local(attempt, this.#deny(now, wait));
+      if (Number.isFinite(wait)) return ctx.answer(attempt, cost, check, this.#deny(now, wait));
       if (now < this.deniedUntil && cost >= this.deniedCost) {
-        return this.#local(attempt, this.#deny(now, this.deniedUntil - now));
+        return ctx.answer(attempt, cost, check, this.#deny(now, this.deniedUntil - now));
       }
-      if (attempt === MAX_ATTEMPTS) return this.#deny(now, cost / rule.ratePerMs);
+      if (attempt === MAX_ATTEMPTS) {
+        return ctx.answer(attempt, cost, check, this.#deny(now, cost / rule.ratePerMs));
+      }
       await this.#acquire(cost - lease.unused(this.segments));
     }
   }
 
   /** Exact mode: one store call per decision, nothing held locally but the deny cache. */
-  async #consumeExact(cost: number): Promise<Decision> {
+  async #consumeExact(cost: number, check: Check | undefined): Promise<Decision> {
     const { ctx, rule } = this;
     const now = ctx.now();
     if (now < this.deniedUntil && cost >= this.deniedCost) {
-      ctx.stats.localDecisions++;
-      return this.#deny(now, this.deniedUntil - now);
+      return ctx.answer(0, cost, check, this.#deny(now, this.deniedUntil - now));
     }
     const request = {
       rate: rule.rate,
@@ -108,15 +111,10 @@ class TokenBucketKey implements KeyState {
     const at = ctx.now();
     this.level = result.levelBefore - result.granted;
     this.levelAt = at;
-    if (result.granted > 0) return this.#allow(at);
+    if (result.granted > 0) return ctx.answer(1, cost, check, this.#allow(at));
     this.deniedUntil = at + msUntilRoom(result.levelBefore, request);
     this.deniedCost = cost;
-    return this.#deny(at, this.deniedUntil - at);
-  }
-
-  #local(attempt: number, decision: Decision): Decision {
-    if (attempt === 0) this.ctx.stats.localDecisions++;
-    return decision;
+    return ctx.answer(1, cost, check, this.#deny(at, this.deniedUntil - at));
   }
 
   /** Starts the next lease before this one runs out, so the hot path rarely waits on the store. */
@@ -153,6 +151,7 @@ class TokenBucketKey implements KeyState {
         }
         ctx.stats.leasesGranted++;
         ctx.stats.tokensLeased += result.granted;
+        ctx.telemetry.leaseGranted(rule.name, this.key, result.granted);
         this.lastGrant = result.granted;
         this.deniedUntil = 0;
         this.segments.push({
@@ -164,7 +163,7 @@ class TokenBucketKey implements KeyState {
         });
         this.expiresAt = lease.fullyCoveredAt(this.segments) + rule.leaseTtlMs;
         // Evicted or closed while the call was in flight: nobody will spend these tokens.
-        if (ctx.peek(this.storageKey) !== this) this.returnUnused();
+        if (ctx.peek(this.storageKey) !== this) this.returnUnused('orphaned');
       })
       .catch((err: unknown) => {
         ctx.stats.storeErrors++;
@@ -190,26 +189,28 @@ class TokenBucketKey implements KeyState {
     return Math.max(min, Math.min(rule.maxLease, slowStart, Math.max(1, demand)));
   }
 
-  returnUnused(): void {
+  returnUnused(reason: ReturnReason): void {
     const tokens = lease.unused(this.segments);
     this.segments = [];
     if (tokens <= 0) return;
     const { ctx, rule } = this;
     ctx.stats.storeCalls++;
     ctx.stats.tokensReturned += tokens;
+    ctx.telemetry.leaseReturned(rule.name, this.key, tokens, reason);
     const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens };
     ctx.track(
       ctx
         .gate(() => ctx.store.run(tokenBucketRelease, this.storageKey, request))
         .catch(() => {
           ctx.stats.storeErrors++;
+          ctx.telemetry.stranded(rule.name, this.key, tokens);
         }),
     );
   }
 
   sweep(now: number): boolean {
     if (this.inflight) return false;
-    if (this.segments.length > 0 && now >= this.expiresAt) this.returnUnused();
+    if (this.segments.length > 0 && now >= this.expiresAt) this.returnUnused('expired');
     // An idle entry holds nothing worth keeping once its demand has decayed.
     return (
       this.segments.length === 0 && now >= this.deniedUntil && demandPerMs(this.demand, now) * 1000 < 0.01

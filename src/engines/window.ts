@@ -15,9 +15,10 @@
  */
 import { windowEnd, windowIndex, windowStart } from '../algorithms/fixedWindow.js';
 import type { WindowAcquireRequest, WindowGrant, WindowReleaseRequest } from '../algorithms/window.js';
-import type { Decision } from '../decision.js';
+import type { Check, Decision } from '../decision.js';
 import { type Demand, demandPerMs, noteDemand } from '../demand.js';
 import * as lease from '../lease.js';
+import type { ReturnReason } from '../observe/events.js';
 import type { WindowRule } from '../policy.js';
 import type { Operation } from '../stores/store.js';
 import {
@@ -28,11 +29,12 @@ import {
 } from '../stores/windowOps.js';
 import {
   backgroundCall,
+  type Consumed,
   type Engine,
   type EngineContext,
+  handBack,
   type KeyState,
   MAX_ATTEMPTS,
-  type Outcome,
   refunded,
   retryAfter,
   seconds,
@@ -102,56 +104,57 @@ class WindowKey implements KeyState {
     this.#remaining = rule.limit;
   }
 
-  async consume(cost: number): Promise<Outcome> {
+  async consume(cost: number, check?: Check): Promise<Consumed> {
     const { ctx, rule } = this;
     noteDemand(this.#demand, ctx.now(), cost);
-    if (cost > rule.limit) return { decision: this.#decision(ctx.now(), false, Number.POSITIVE_INFINITY) };
-    if (rule.exact) return this.#consumeExact(cost);
+    const answer = (storeWaits: number, decision: Decision) => ctx.answer(storeWaits, cost, check, decision);
+    if (cost > rule.limit) {
+      return { decision: answer(0, this.#decision(ctx.now(), false, Number.POSITIVE_INFINITY)) };
+    }
+    if (rule.exact) return this.#consumeExact(cost, check);
     for (let attempt = 0; ; attempt++) {
       const now = ctx.now();
       this.#expire(now);
       const slice = this.slice;
       if (slice && lease.take(slice.segments, now, cost)) {
-        if (attempt === 0) ctx.stats.localDecisions++;
         this.#refillAhead(now);
-        const decision = this.#decision(now, true, 0);
+        const decision = answer(attempt, this.#decision(now, true, 0));
         return { decision, refund: () => this.#refund(slice.window, cost, decision) };
       }
       // Tokens leased ahead open later in this window: until then there is no room anywhere (and
       // what opens only as the window ends waits for the next window).
       const wait = slice ? lease.msUntilAvailable(slice.segments, now, cost) : Number.POSITIVE_INFINITY;
       if (slice && Number.isFinite(wait)) {
-        if (attempt === 0) ctx.stats.localDecisions++;
-        return { decision: this.#decision(now, false, Math.min(wait, slice.endsAt - now)) };
+        return { decision: answer(attempt, this.#decision(now, false, Math.min(wait, slice.endsAt - now))) };
       }
       if (now < this.#deniedUntil && cost >= this.#deniedCost) {
-        if (attempt === 0) ctx.stats.localDecisions++;
-        return { decision: this.#decision(now, false, this.#deniedUntil - now) };
+        return { decision: answer(attempt, this.#decision(now, false, this.#deniedUntil - now)) };
       }
       // Peers kept taking what this instance acquired: let the caller come back shortly.
-      if (attempt === MAX_ATTEMPTS) return { decision: this.#decision(now, false, 1) };
+      if (attempt === MAX_ATTEMPTS) return { decision: answer(attempt, this.#decision(now, false, 1)) };
       await this.#acquire(cost - (slice ? lease.unused(slice.segments) : 0));
     }
   }
 
-  async #consumeExact(cost: number): Promise<Outcome> {
+  async #consumeExact(cost: number, check: Check | undefined): Promise<Consumed> {
     const { ctx, rule } = this;
     const sentAt = ctx.now();
     if (sentAt < this.#deniedUntil && cost >= this.#deniedCost) {
-      ctx.stats.localDecisions++;
-      return { decision: this.#decision(sentAt, false, this.#deniedUntil - sentAt) };
+      return {
+        decision: ctx.answer(0, cost, check, this.#decision(sentAt, false, this.#deniedUntil - sentAt)),
+      };
     }
     const request = { limit: rule.limit, windowMs: rule.windowMs, want: cost, min: cost, ahead: false };
     const result = await storeCall(this.ctx, this.#algorithm.acquire, this.storageKey, request);
     this.#learn(result, sentAt);
     const now = ctx.now();
     if (result.granted > 0) {
-      const decision = this.#decision(now, true, 0);
+      const decision = ctx.answer(1, cost, check, this.#decision(now, true, 0));
       return { decision, refund: () => this.#refund(result.window, cost, decision) };
     }
     this.#deniedUntil = sentAt + result.retryMs;
     this.#deniedCost = cost;
-    return { decision: this.#decision(now, false, this.#deniedUntil - now) };
+    return { decision: ctx.answer(1, cost, check, this.#decision(now, false, this.#deniedUntil - now)) };
   }
 
   /** Drops (or hands back) the slice of a window that ended, and hands back one whose time is up. */
@@ -159,10 +162,10 @@ class WindowKey implements KeyState {
     const slice = this.slice;
     if (!slice) return;
     if (now >= slice.endsAt) {
-      if (this.#algorithm.carriesOver) this.returnUnused();
+      if (this.#algorithm.carriesOver) this.returnUnused('expired');
       else this.slice = undefined;
     } else if (now >= slice.expiresAt && !this.#inflight) {
-      this.returnUnused();
+      this.returnUnused('expired');
     }
   }
 
@@ -205,6 +208,7 @@ class WindowKey implements KeyState {
         }
         ctx.stats.leasesGranted++;
         ctx.stats.tokensLeased += result.granted;
+        ctx.telemetry.leaseGranted(rule.name, this.key, result.granted);
         this.#lastGrant = result.granted;
         this.#deniedUntil = 0;
         const now = ctx.now();
@@ -217,13 +221,13 @@ class WindowKey implements KeyState {
           used: 0,
         };
         if (this.slice?.window !== result.window) {
-          if (this.slice) this.returnUnused();
+          if (this.slice) this.returnUnused('expired');
           this.slice = { window: result.window, endsAt: sentAt + result.msLeft, segments: [], expiresAt: 0 };
         }
         this.slice.segments.push(segment);
         this.slice.expiresAt = now + rule.leaseTtlMs;
         // Evicted or closed while the call was in flight: nobody will spend these tokens.
-        if (ctx.peek(this.storageKey) !== this) this.returnUnused();
+        if (ctx.peek(this.storageKey) !== this) this.returnUnused('orphaned');
       })
       .finally(() => {
         this.#inflight = undefined;
@@ -263,14 +267,15 @@ class WindowKey implements KeyState {
     this.#resetAt = sentAt + result.resetMs;
   }
 
-  returnUnused(): void {
+  returnUnused(reason: ReturnReason): void {
     const slice = this.slice;
     this.slice = undefined;
     if (!slice) return;
     const tokens = lease.unused(slice.segments);
     if (tokens <= EPSILON) return;
-    this.ctx.stats.tokensReturned += tokens;
-    this.#release(slice.window, tokens);
+    const request = { windowMs: this.rule.windowMs, window: slice.window, tokens };
+    const returned = { policy: this.rule.name, key: this.key, tokens, reason };
+    handBack(this.ctx, this.#algorithm.release, this.storageKey, request, returned);
   }
 
   #release(window: number, tokens: number): void {
