@@ -110,7 +110,7 @@ function windowModel(
     envelope: {
       capacity: 2 * rule.limit,
       ratePerMs: envelopeRate,
-      allowancePerInstance: 0,
+      allowancePerInstance: rule.exact ? 0 : 2 * Math.max(1, Math.floor(rule.limit * rule.maxFraction)),
       formula: '2·limit + (limit / window)·(L + RTT)',
     },
   };
