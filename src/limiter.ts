@@ -89,7 +89,10 @@ export interface ReserveOptions {
 }
 
 export interface WaitOptions extends ReserveOptions {
-  /** Aborting it ends the wait (rejecting with the signal's reason) and gives the turn back. */
+  /**
+   * Aborting it ends the wait (rejecting with the signal's reason) and gives the turn back.
+   * @default undefined (the wait cannot be cancelled)
+   */
   signal?: AbortSignal;
 }
 

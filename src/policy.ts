@@ -77,7 +77,10 @@ export interface FixedWindowPolicy {
    * or `'month'` for calendar months in UTC.
    */
   window: Duration | 'month';
-  /** Lease tuning, or `'exact'` for one store call per decision (lease = the cost). */
+  /**
+   * Lease tuning, or `'exact'` for one store call per decision (lease = the cost).
+   * @default {} (leased, with the defaults of `WindowLeaseOptions`)
+   */
   lease?: WindowLeaseOptions | 'exact';
 }
 
@@ -87,7 +90,10 @@ export interface SlidingWindowPolicy {
   limit: number;
   /** Window length, aligned to the Unix epoch. */
   window: Duration;
-  /** Lease tuning, or `'exact'` for one store call per decision (lease = the cost). */
+  /**
+   * Lease tuning, or `'exact'` for one store call per decision (lease = the cost).
+   * @default {} (leased, with the defaults of `WindowLeaseOptions`)
+   */
   lease?: WindowLeaseOptions | 'exact';
 }
 
@@ -102,7 +108,10 @@ export interface SlidingLogPolicy {
    * @default undefined (exact: one entry per admitted unit)
    */
   quantum?: Duration;
-  /** Always exact (it exists for exactness); `'exact'` is accepted so any policy can say it. */
+  /**
+   * Always exact (it exists for exactness); `'exact'` is accepted so any policy can say it.
+   * @default 'exact'
+   */
   lease?: 'exact';
 }
 
@@ -123,7 +132,10 @@ export interface LeakyBucketPolicy {
    * @default '1s'
    */
   maxWait?: Duration;
-  /** Always exact: every decision reserves a turn in the shared drain. */
+  /**
+   * Always exact: every decision reserves a turn in the shared drain.
+   * @default 'exact'
+   */
   lease?: 'exact';
 }
 
@@ -151,7 +163,10 @@ export interface ConcurrencyPolicy {
    * @default '30s'
    */
   slotTtl?: Duration;
-  /** Lease tuning, or `'exact'` for one store call per acquire and per release. */
+  /**
+   * Lease tuning, or `'exact'` for one store call per acquire and per release.
+   * @default {} (leased, with the defaults of `ConcurrencyLeaseOptions`)
+   */
   lease?: ConcurrencyLeaseOptions | 'exact';
 }
 
