@@ -1,5 +1,5 @@
 export type { Transition } from './algorithms/tokenBucket.js';
-export type { Check, Decision } from './decision.js';
+export type { Check, Decision, Reservation, SlotHandle } from './decision.js';
 export type { Duration } from './duration.js';
 export {
   ArgumentError,
@@ -9,7 +9,15 @@ export {
   StoreTimeoutError,
   TokenleaseError,
 } from './errors.js';
-export { Limiter, type LimiterOptions, type LimiterStats, type PolicyDescription } from './limiter.js';
+export {
+  type AcquireOptions,
+  Limiter,
+  type LimiterOptions,
+  type LimiterStats,
+  type PolicyDescription,
+  type ReserveOptions,
+  type WaitOptions,
+} from './limiter.js';
 export { type DecisionLogEntry, type DecisionLogOptions, decisionLog } from './observe/decisionLog.js';
 export type {
   BreakerEvent,
@@ -27,7 +35,18 @@ export type {
 export type { HeavyHitter } from './observe/spaceSaving.js';
 export type { OffendersOptions, TelemetryCounts } from './observe/telemetry.js';
 export { type QuotaAlertsOptions, quotaAlerts, type ThresholdEvent } from './observe/thresholds.js';
-export type { LeaseOptions, PolicyConfig, TokenBucketPolicy } from './policy.js';
+export type {
+  ConcurrencyLeaseOptions,
+  ConcurrencyPolicy,
+  FixedWindowPolicy,
+  LeakyBucketPolicy,
+  LeaseOptions,
+  PolicyConfig,
+  SlidingLogPolicy,
+  SlidingWindowPolicy,
+  TokenBucketPolicy,
+  WindowLeaseOptions,
+} from './policy.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memoryStore.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redisStore.js';
 export type { Operation, Store } from './stores/store.js';
