@@ -10,10 +10,28 @@ import type { BenchOutput, Row } from './report.js';
 
 /**
  * One line per algorithm whose Redis footprint is measured; adding an algorithm is adding its line.
- * Refill and windows are slow so no key expires while it is being measured.
+ * Limits are far above two decisions per key and windows long, so nothing expires mid-measurement.
  */
-const ALGORITHMS: readonly { readonly name: string; readonly policy: PolicyConfig }[] = [
+const ALGORITHMS: readonly {
+  readonly name: string;
+  readonly policy: PolicyConfig;
+  /** How a request uses the policy (a concurrency policy is used through `acquire`). */
+  readonly use?: (limiter: Limiter, key: string) => Promise<unknown>;
+}[] = [
   { name: 'token-bucket', policy: { algorithm: 'token-bucket', rate: 1000, period: '1d', burst: 1000 } },
+  { name: 'fixed-window', policy: { algorithm: 'fixed-window', limit: 1000, window: '1d' } },
+  { name: 'sliding-window', policy: { algorithm: 'sliding-window', limit: 1000, window: '1h' } },
+  { name: 'sliding-log', policy: { algorithm: 'sliding-log', limit: 1000, window: '1h' } },
+  {
+    name: 'sliding-log, quantum 1m',
+    policy: { algorithm: 'sliding-log', limit: 1000, window: '1h', quantum: '1m' },
+  },
+  { name: 'leaky-bucket', policy: { algorithm: 'leaky-bucket', rate: 1000, period: '1d', burst: 1000 } },
+  {
+    name: 'concurrency',
+    policy: { algorithm: 'concurrency', limit: 1000, slotTtl: '1h' },
+    use: (limiter, key) => limiter.acquire('p', key),
+  },
 ];
 
 /** Peers measured the same way, through the HTTP/micro contestants' own code, on refused keys (long TTLs). */
@@ -54,7 +72,10 @@ async function scan(client: Redis, prefix: string): Promise<string[]> {
   return found;
 }
 
-/** Writes state for `clients` client keys through `decide`, twice (so stored numbers have their usual precision). */
+/**
+ * Writes state for `clients` client keys through `decide`, twice per key (so stored numbers have
+ * their usual precision, and a log holds two entries).
+ */
 async function measureRedis(
   observer: Redis,
   prefix: string,
@@ -79,7 +100,7 @@ async function measureRedis(
 function redisRow(contestantLabel: string, clients: number, size: RedisSize): Row {
   return {
     bench: 'memory',
-    case: 'Redis, per client key',
+    case: 'Redis, per client key (after 2 decisions)',
     contestant: contestantLabel,
     value: `${size.usagePerKey.toFixed(0)} B`,
     spread: '',
@@ -108,14 +129,16 @@ export async function runMemory(ctx: BenchContext): Promise<BenchOutput> {
   const clients = ctx.profile.memory.redisKeys;
   const observer = await connect(ctx.redis.url);
   try {
-    for (const { name, policy } of ALGORITHMS) {
+    for (const algorithm of ALGORITHMS) {
+      const { name, policy } = algorithm;
       ctx.log(`memory: Redis, tokenlease ${name}`);
       const prefix = `${ctx.runId}:mem:${name}:`;
       const client = await connect(ctx.redis.url);
       const store = new RedisStore({ client, prefix, timeoutMs: 1000 });
       const limiter = new Limiter({ store, policies: { p: policy } });
       try {
-        const size = await measureRedis(observer, prefix, clients, (key) => limiter.consume('p', key));
+        const use = algorithm.use ?? ((l: Limiter, key: string) => l.consume('p', key));
+        const size = await measureRedis(observer, prefix, clients, (key) => use(limiter, key));
         rows.push(redisRow(`tokenlease ${name}`, clients, size));
       } finally {
         await limiter.close();
