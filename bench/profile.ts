@@ -61,7 +61,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     zipfKeys: 10_000,
     redisConcurrency: 64,
     cost: { contestants: REDIS_BACKED, ms: 3000, warmMs: 1000 },
-    http: { contestants: HTTP, rounds: 3, ms: 1200, warmMs: 800, connections: 32, keys: [1, 10_000] },
+    http: { contestants: HTTP, rounds: 5, ms: 1000, warmMs: 800, connections: 32, keys: [1, 10_000] },
     metrics: { rounds: 11, decisions: 100_000 },
     memory: { keys: [10_000, 100_000, 1_000_000], redisKeys: 10_000 },
   },
