@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterUnion } from 'rate-limiter-flexible';
-import { Limiter, MemoryStore, type PolicyConfig, RedisStore } from '../src/index.js';
 import { connect, disconnect } from './redis.js';
+import { Limiter, MemoryStore, type PolicyConfig, RedisStore } from './tokenlease.js';
 
 /**
  * What is being decided:

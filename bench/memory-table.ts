@@ -3,7 +3,7 @@
  * Measures what one tracked (policy, key) pair costs in a Limiter's local table and prints JSON.
  */
 import { setImmediate as tick } from 'node:timers/promises';
-import { Limiter, type Operation, type Store } from '../src/index.js';
+import { Limiter, type Operation, type Store } from './tokenlease.js';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');

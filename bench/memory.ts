@@ -2,11 +2,11 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { Redis } from 'ioredis';
-import { Limiter, type PolicyConfig, RedisStore } from '../src/index.js';
 import { contestant } from './contestants.js';
 import { type BenchContext, forEachLimited } from './context.js';
 import { connect, disconnect, readCounters } from './redis.js';
 import type { BenchOutput, Row } from './report.js';
+import { Limiter, type PolicyConfig, RedisStore } from './tokenlease.js';
 
 /**
  * One line per algorithm whose Redis footprint is measured; adding an algorithm is adding its line.
