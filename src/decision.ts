@@ -12,7 +12,15 @@ export interface Decision {
   resetMs: number;
   /** 0 when allowed; when denied, ms until the same cost can pass; Infinity when it never can. */
   retryAfterMs: number;
+  /**
+   * What decided: `'lease'` local state alone (tokens leased earlier, a remembered denial),
+   * `'store'` a store call made for this request, `'fallback'` the rule's fail policy because the
+   * store failed or is suspended (README "Failure behaviour"). Always set by `Limiter`.
+   */
+  source?: DecisionSource;
 }
+
+export type DecisionSource = 'lease' | 'store' | 'fallback';
 
 /** One rule of a multi-rule `consume`. */
 export interface Check {

@@ -1,9 +1,11 @@
 import { LRUCache } from 'lru-cache';
 import pLimit, { type LimitFunction } from 'p-limit';
-import { msUntilRoom } from './algorithms/tokenBucket.js';
-import { type Check, type Decision, latestRetry, tightest } from './decision.js';
+import { type AcquireResult, msUntilRoom } from './algorithms/tokenBucket.js';
+import type { BreakerOptions, BreakerState } from './breaker.js';
+import { type Check, type Decision, type DecisionSource, latestRetry, tightest } from './decision.js';
 import { type Demand, demandPerMs, noteDemand } from './demand.js';
-import { ArgumentError, ClosedError, ConfigError } from './errors.js';
+import { ArgumentError, ClosedError, ConfigError, TokenleaseError } from './errors.js';
+import { Failover, type FallbackState } from './failover.js';
 import * as lease from './lease.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { storageKey } from './stores/keys.js';
@@ -38,6 +40,18 @@ export interface LimiterOptions {
    * @default 500
    */
   sweepIntervalMs?: number;
+  /**
+   * Instances expected to share the limits. While the store is unreachable, a rule failing
+   * `'local'` admits `1 / expectedInstances` of its limit per instance (or the instance's share of
+   * the key's recent leases, when larger). See README "Failure behaviour".
+   * @default 1
+   */
+  expectedInstances?: number;
+  /**
+   * Circuit breaker in front of the store.
+   * @default { failures: 3, coolDown: '250ms' }
+   */
+  breaker?: BreakerOptions;
 }
 
 export interface LimiterStats {
@@ -51,6 +65,10 @@ export interface LimiterStats {
   localDecisions: number;
   decisions: number;
   keys: number;
+  /** Decisions made by a rule's fail policy because the store failed or was suspended. */
+  fallbackDecisions: number;
+  /** The circuit breaker in front of the store. */
+  breaker: BreakerState;
 }
 
 interface Entry {
@@ -69,6 +87,7 @@ interface Entry {
   level: number;
   levelAt: number;
   inflight: Promise<void> | undefined;
+  readonly fallback: FallbackState;
 }
 
 /** A request waiting for tokens gives up after this many acquisitions were taken by its peers. */
@@ -94,6 +113,7 @@ function positiveInteger(value: unknown, field: string): number {
  */
 export class Limiter {
   readonly #store: Store;
+  readonly #failover: Failover;
   readonly #rules: Map<string, Rule>;
   readonly #now: () => number;
   readonly #gate: LimitFunction;
@@ -119,12 +139,22 @@ export class Limiter {
     }
     this.#rules = compilePolicies(options.policies);
     this.#now = options.now ?? Date.now;
-    this.#store = options.store ?? new MemoryStore({ now: this.#now });
-    if (typeof this.#store.run !== 'function')
+    const store = options.store ?? new MemoryStore({ now: this.#now });
+    if (typeof store.run !== 'function')
       throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
+    const maxKeys = positiveInteger(options.maxKeys ?? 100_000, 'maxKeys');
+    this.#failover = new Failover({
+      store,
+      now: this.#now,
+      expectedInstances: options.expectedInstances ?? 1,
+      breaker: options.breaker ?? {},
+      maxDebts: maxKeys,
+      track: (work) => this.#track(work),
+    });
+    this.#store = this.#failover.store;
     this.#gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
     this.#entries = new LRUCache<string, Entry>({
-      max: positiveInteger(options.maxKeys ?? 100_000, 'maxKeys'),
+      max: maxKeys,
       dispose: (entry) => this.#returnUnused(entry),
     });
     const sweepMs = options.sweepIntervalMs ?? 500;
@@ -162,7 +192,7 @@ export class Limiter {
     const now = this.#now();
     checks.forEach((c, i) => {
       const s = settled[i];
-      if (s?.status === 'fulfilled' && s.value.allowed) this.#refund(c.rule, c.key, c.cost, now);
+      if (s?.status === 'fulfilled' && s.value.allowed) this.#refund(c.rule, c.key, c.cost, now, s.value);
     });
     if (failure) throw failure.reason;
     return latestRetry(denied);
@@ -186,7 +216,12 @@ export class Limiter {
   }
 
   stats(): LimiterStats {
-    return { ...this.#stats, keys: this.#entries.size };
+    return {
+      ...this.#stats,
+      keys: this.#entries.size,
+      fallbackDecisions: this.#failover.stats.fallbackDecisions,
+      breaker: this.#failover.breaker.state,
+    };
   }
 
   /** Hands every unused leased token back and stops. Idempotent; the store is left open. */
@@ -196,6 +231,7 @@ export class Limiter {
       await this.#settle();
       this.#entries.clear(); // dispose returns each entry's unused tokens
       await this.#settle();
+      await this.#failover.flush(); // what a fallback admitted, if the store is back
     })();
     return this.#closing;
   }
@@ -235,6 +271,7 @@ export class Limiter {
         level: rule.burst,
         levelAt: this.#now(),
         inflight: undefined,
+        fallback: this.#failover.state(rule, key, id, this.#now()),
       };
       this.#entries.set(id, entry);
     }
@@ -245,24 +282,29 @@ export class Limiter {
     this.#stats.decisions++;
     const entry = this.#entry(rule, key);
     noteDemand(entry.demand, this.#now(), cost);
-    if (cost > rule.burst) return this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY);
+    if (cost > rule.burst) return this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY, 'lease');
     if (rule.exact) return this.#consumeExact(entry, cost);
     for (let attempt = 0; ; attempt++) {
       const now = this.#now();
+      const source = attempt === 0 ? 'lease' : 'store';
       if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) this.#returnUnused(entry);
       if (lease.take(entry.segments, now, cost)) {
         if (attempt === 0) this.#stats.localDecisions++;
         this.#refillAhead(entry, now);
-        return this.#allow(entry, now);
+        return this.#allow(entry, now, source);
       }
       // Tokens already reserved for us exist later: the shared bucket is empty until then.
       const wait = lease.msUntilAvailable(entry.segments, now, cost);
-      if (Number.isFinite(wait)) return this.#local(attempt, this.#deny(entry, now, wait));
+      if (Number.isFinite(wait)) return this.#local(attempt, this.#deny(entry, now, wait, source));
       if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-        return this.#local(attempt, this.#deny(entry, now, entry.deniedUntil - now));
+        return this.#local(attempt, this.#deny(entry, now, entry.deniedUntil - now, source));
       }
-      if (attempt === MAX_ATTEMPTS) return this.#deny(entry, now, cost / rule.ratePerMs);
-      await this.#acquire(entry, cost - lease.unused(entry.segments));
+      if (attempt === MAX_ATTEMPTS) return this.#deny(entry, now, cost / rule.ratePerMs, source);
+      try {
+        await this.#acquire(entry, cost - lease.unused(entry.segments));
+      } catch (err) {
+        return this.#fallback(entry, cost, err);
+      }
     }
   }
 
@@ -271,7 +313,7 @@ export class Limiter {
     const now = this.#now();
     if (now < entry.deniedUntil && cost >= entry.deniedCost) {
       this.#stats.localDecisions++;
-      return this.#deny(entry, now, entry.deniedUntil - now);
+      return this.#deny(entry, now, entry.deniedUntil - now, 'lease');
     }
     const { rule } = entry;
     const request = {
@@ -283,19 +325,31 @@ export class Limiter {
       ahead: 0,
     };
     this.#stats.storeCalls++;
-    const result = await this.#gate(() =>
-      this.#store.run(tokenBucketAcquire, entry.storageKey, request),
-    ).catch((err: unknown) => {
+    let result: AcquireResult;
+    try {
+      result = await this.#gate(() => this.#store.run(tokenBucketAcquire, entry.storageKey, request));
+    } catch (err) {
       this.#stats.storeErrors++;
-      throw err;
-    });
+      return this.#fallback(entry, cost, err);
+    }
     const at = this.#now();
     entry.level = result.levelBefore - result.granted;
     entry.levelAt = at;
-    if (result.granted > 0) return this.#allow(entry, at);
+    if (result.granted > 0) {
+      this.#failover.granted(entry.fallback, result.granted, at);
+      return this.#allow(entry, at, 'store');
+    }
     entry.deniedUntil = at + msUntilRoom(result.levelBefore, request);
     entry.deniedCost = cost;
-    return this.#deny(entry, at, entry.deniedUntil - at);
+    return this.#deny(entry, at, entry.deniedUntil - at, 'store');
+  }
+
+  /** The store failed or is suspended: the rule's fail policy decides (README "Failure behaviour"). */
+  #fallback(entry: Entry, cost: number, err: unknown): Decision {
+    if (!(err instanceof TokenleaseError)) throw err;
+    const now = this.#now();
+    const { remaining } = this.#decision(entry, now, true, 0, 'fallback');
+    return this.#failover.decide(entry.fallback, cost, now, remaining);
   }
 
   #local(attempt: number, decision: Decision): Decision {
@@ -337,6 +391,7 @@ export class Limiter {
         }
         this.#stats.leasesGranted++;
         this.#stats.tokensLeased += result.granted;
+        this.#failover.granted(entry.fallback, result.granted, now);
         entry.lastGrant = result.granted;
         entry.deniedUntil = 0;
         entry.segments.push({
@@ -389,9 +444,11 @@ export class Limiter {
     );
   }
 
-  #refund(rule: Rule, key: string, cost: number, now: number): void {
+  #refund(rule: Rule, key: string, cost: number, now: number, decision: Decision): void {
     const entry = this.#entries.peek(storageKey(rule.algorithm, rule.name, key));
-    if (entry) lease.refund(entry.segments, now, cost);
+    if (!entry) return;
+    if (decision.source === 'fallback') this.#failover.refund(entry.fallback, cost, now);
+    else lease.refund(entry.segments, now, cost);
   }
 
   #track(promise: Promise<unknown>): void {
@@ -405,7 +462,13 @@ export class Limiter {
     return Math.min(rule.burst, entry.level + Math.max(0, now - entry.levelAt) * rule.ratePerMs);
   }
 
-  #decision(entry: Entry, now: number, allowed: boolean, retryAfterMs: number): Decision {
+  #decision(
+    entry: Entry,
+    now: number,
+    allowed: boolean,
+    retryAfterMs: number,
+    source: DecisionSource,
+  ): Decision {
     const { rule } = entry;
     const estimate = this.#globalLevel(entry, now) + lease.available(entry.segments, now);
     const remaining = Math.max(0, Math.min(rule.burst, Math.floor(estimate)));
@@ -417,19 +480,21 @@ export class Limiter {
       remaining,
       resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs),
       retryAfterMs,
+      source,
     };
   }
 
-  #allow(entry: Entry, now: number): Decision {
-    return this.#decision(entry, now, true, 0);
+  #allow(entry: Entry, now: number, source: DecisionSource): Decision {
+    return this.#decision(entry, now, true, 0, source);
   }
 
-  #deny(entry: Entry, now: number, retryAfterMs: number): Decision {
+  #deny(entry: Entry, now: number, retryAfterMs: number, source: DecisionSource): Decision {
     return this.#decision(
       entry,
       now,
       false,
       retryAfterMs === Number.POSITIVE_INFINITY ? retryAfterMs : Math.ceil(retryAfterMs),
+      source,
     );
   }
 }

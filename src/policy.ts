@@ -1,6 +1,17 @@
 import { type Duration, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 
+/**
+ * What a rule does while its store is unreachable (README "Failure behaviour"):
+ * - `'local'`: an in-process bucket holding this instance's share of the limit;
+ * - `'open'`: allow everything, reported as `source: 'fallback'`;
+ * - `'closed'`: deny everything, with `retryAfterMs` until the store is probed again.
+ *
+ * In every mode, tokens already leased keep serving first.
+ */
+export type FailMode = 'local' | 'open' | 'closed';
+const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
+
 /** How an instance leases tokens for a policy. */
 export interface LeaseOptions {
   /**
@@ -39,6 +50,13 @@ export interface TokenBucketPolicy {
   burst?: number;
   /** Lease tuning, or `'exact'` for one store call per decision (lease = the cost). */
   lease?: LeaseOptions | 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour"): `'local'` admits this
+   * instance's share of the limit from an in-process bucket, `'open'` allows, `'closed'` denies.
+   * Tokens already leased keep serving first in every mode.
+   * @default 'local'
+   */
+  fail?: FailMode;
 }
 
 export type PolicyConfig = TokenBucketPolicy;
@@ -58,6 +76,7 @@ export interface TokenBucketRule {
   readonly ahead: number;
   readonly leaseTtlMs: number;
   readonly horizonMs: number;
+  readonly fail: FailMode;
 }
 
 export type Rule = TokenBucketRule;
@@ -77,11 +96,19 @@ function fraction(value: unknown, field: string): number {
   return n;
 }
 
+function failMode(value: unknown, field: string): FailMode {
+  if (value === undefined) return 'local';
+  if (FAIL_MODES.includes(value as FailMode)) return value as FailMode;
+  const expected = FAIL_MODES.map((m) => `'${m}'`).join(', ');
+  throw new ConfigError(field, `expected one of ${expected}, got ${JSON.stringify(value)}`);
+}
+
 function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): TokenBucketRule {
   const rate = positive(raw.rate, `${field}.rate`);
   const periodMs = parseDuration(raw.period ?? '1s', `${field}.period`);
   const burst = raw.burst === undefined ? rate : positive(raw.burst, `${field}.burst`);
   const ratePerMs = rate / periodMs;
+  const fail = failMode(raw.fail, `${field}.fail`);
   const lease = raw.lease ?? {};
   if (lease === 'exact') {
     return {
@@ -96,6 +123,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
       ahead: 0,
       leaseTtlMs: 0,
       horizonMs: 0,
+      fail,
     };
   }
   if (typeof lease !== 'object' || lease === null) {
@@ -117,6 +145,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
     ahead: aheadMs * ratePerMs,
     leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
     horizonMs: parseDuration(lease.horizon ?? '500ms', `${field}.lease.horizon`),
+    fail,
   };
 }
 
