@@ -300,8 +300,15 @@ export class Limiter {
         return this.#local(attempt, this.#deny(entry, now, entry.deniedUntil - now, source));
       }
       if (attempt === MAX_ATTEMPTS) return this.#deny(entry, now, cost / rule.ratePerMs, source);
+      const acquired = this.#acquire(entry, cost - lease.unused(entry.segments));
+      // While the store is suspended no request waits on it: the call is at most a probe, and its
+      // lease (if the store is back) serves the requests that come after it.
+      if (this.#failover.breaker.state !== 'closed') {
+        acquired.catch(() => {});
+        return this.#fallback(entry, cost);
+      }
       try {
-        await this.#acquire(entry, cost - lease.unused(entry.segments));
+        await acquired;
       } catch (err) {
         return this.#fallback(entry, cost, err);
       }
@@ -345,8 +352,8 @@ export class Limiter {
   }
 
   /** The store failed or is suspended: the rule's fail policy decides (README "Failure behaviour"). */
-  #fallback(entry: Entry, cost: number, err: unknown): Decision {
-    if (!(err instanceof TokenleaseError)) throw err;
+  #fallback(entry: Entry, cost: number, err?: unknown): Decision {
+    if (err !== undefined && !(err instanceof TokenleaseError)) throw err;
     const now = this.#now();
     const { remaining } = this.#decision(entry, now, true, 0, 'fallback');
     return this.#failover.decide(entry.fallback, cost, now, remaining);

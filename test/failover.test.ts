@@ -143,8 +143,12 @@ describe('write-back when the store answers again', () => {
     store.fault = fault;
     store.only = 'token_bucket_debit';
     c.advance(1000);
-    // The lease call is the probe; its success triggers the write-back.
-    expect(await limiter.consume('p', 'k')).toMatchObject({ allowed: true, source: 'store' });
+    // This request's lease call is the probe. It runs in the background (no request waits on a
+    // suspended store); its success triggers the write-back and its lease serves the next request.
+    expect(await limiter.consume('p', 'k')).toMatchObject({ source: 'fallback' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(limiter.stats().breaker).toBe('closed');
+    expect(await limiter.consume('p', 'k')).toMatchObject({ allowed: true, source: 'lease' });
     return env;
   }
 
