@@ -185,21 +185,32 @@ export class RedisStore implements Store {
     );
   }
 
-  /** Resolves once the connection the store uses is ready (useful at startup and in tests). */
+  /**
+   * Resolves once the connection the store uses is ready; for a Cluster, once every master has
+   * answered too. Calls made before then may fail (and fall back): no command waits in a queue, and
+   * a Cluster refuses commands to a node whose connection is still being set up.
+   */
   async ready(): Promise<void> {
-    if (this.#client.status === 'ready') return;
-    await new Promise<void>((resolve, reject) => {
-      const onReady = () => {
-        this.#client.off('end', onEnd);
-        resolve();
-      };
-      const onEnd = () => {
-        this.#client.off('ready', onReady);
-        reject(new StoreError('Redis connection ended before it was ready'));
-      };
-      this.#client.once('ready', onReady);
-      this.#client.once('end', onEnd);
-    });
+    if (this.#client.status !== 'ready') {
+      await new Promise<void>((resolve, reject) => {
+        const onReady = () => {
+          this.#client.off('end', onEnd);
+          resolve();
+        };
+        const onEnd = () => {
+          this.#client.off('ready', onReady);
+          reject(new StoreError('Redis connection ended before it was ready'));
+        };
+        this.#client.once('ready', onReady);
+        this.#client.once('end', onEnd);
+      });
+    }
+    if (isCluster(this.#client)) {
+      const masters = this.#client.nodes('master');
+      await Promise.all(masters.map((node) => node.ping())).catch((err: unknown) => {
+        throw new StoreError(`A Redis Cluster master did not answer: ${String(err)}`, err);
+      });
+    }
   }
 
   async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
