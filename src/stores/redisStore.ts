@@ -59,6 +59,7 @@ const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0 } as c
  */
 const RECONNECT_MAX_MS = 500;
 const reconnectDelay = (attempt: number) => Math.min(attempt * 50, RECONNECT_MAX_MS);
+const READY_ATTEMPTS = 20;
 
 function isCluster(client: Client): client is Cluster {
   return 'nodes' in client && typeof client.nodes === 'function';
@@ -205,11 +206,19 @@ export class RedisStore implements Store {
         this.#client.once('end', onEnd);
       });
     }
-    if (isCluster(this.#client)) {
-      const masters = this.#client.nodes('master');
-      await Promise.all(masters.map((node) => node.ping())).catch((err: unknown) => {
-        throw new StoreError(`A Redis Cluster master did not answer: ${String(err)}`, err);
-      });
+    if (!isCluster(this.#client)) return;
+    // Setting up a node connection may outlast the command timeout (armed while the ping waits
+    // for it), so a few attempts are allowed.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await Promise.all(this.#client.nodes('master').map((node) => node.ping()));
+        return;
+      } catch (err) {
+        if (attempt === READY_ATTEMPTS) {
+          throw new StoreError(`A Redis Cluster master did not answer: ${String(err)}`, err);
+        }
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS / 10));
+      }
     }
   }
 
