@@ -83,11 +83,35 @@ export type Rule = TokenBucketRule;
 
 const ALGORITHMS: readonly string[] = ['token-bucket'];
 
+/** Token counts above this would lose whole tokens to double rounding. */
+const MAX_TOKENS = 1e15;
+/**
+ * Longest a bucket may take to refill completely (about 31 years). It bounds the TTL of its key far
+ * below what Redis can express, so a stored bucket always expires.
+ */
+const MAX_REFILL_MS = 1e12;
+
 function positive(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
     throw new ConfigError(field, `expected a positive finite number, got ${String(value)}`);
   }
   return value;
+}
+
+function tokens(value: unknown, field: string): number {
+  const n = positive(value, field);
+  if (n > MAX_TOKENS) throw new ConfigError(field, `expected at most ${MAX_TOKENS}, got ${n}`);
+  return n;
+}
+
+function refillTime(ms: number, field: string): number {
+  if (!(ms <= MAX_REFILL_MS)) {
+    throw new ConfigError(
+      field,
+      `the bucket would take ${ms} ms to refill; expected at most ${MAX_REFILL_MS} ms (about 31 years)`,
+    );
+  }
+  return ms;
 }
 
 function fraction(value: unknown, field: string): number {
@@ -104,10 +128,17 @@ function failMode(value: unknown, field: string): FailMode {
 }
 
 function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): TokenBucketRule {
-  const rate = positive(raw.rate, `${field}.rate`);
+  const rate = tokens(raw.rate, `${field}.rate`);
   const periodMs = parseDuration(raw.period ?? '1s', `${field}.period`);
-  const burst = raw.burst === undefined ? rate : positive(raw.burst, `${field}.burst`);
+  const burst = raw.burst === undefined ? rate : tokens(raw.burst, `${field}.burst`);
   const ratePerMs = rate / periodMs;
+  if (!(ratePerMs <= MAX_TOKENS)) {
+    throw new ConfigError(
+      `${field}.period`,
+      `expected at most ${MAX_TOKENS} tokens per ms, got ${ratePerMs}`,
+    );
+  }
+  refillTime(burst / ratePerMs, `${field}.rate`);
   const fail = failMode(raw.fail, `${field}.fail`);
   const lease = raw.lease ?? {};
   if (lease === 'exact') {
@@ -132,7 +163,9 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
   const maxFraction =
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
   const aheadMs =
-    lease.ahead === undefined ? burst / ratePerMs : parseDuration(lease.ahead, `${field}.lease.ahead`);
+    lease.ahead === undefined
+      ? burst / ratePerMs
+      : refillTime(parseDuration(lease.ahead, `${field}.lease.ahead`), `${field}.lease.ahead`);
   return {
     name,
     algorithm: 'token-bucket',

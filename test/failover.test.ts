@@ -204,6 +204,14 @@ describe('configuration', () => {
       { policies: { p: { algorithm: 'token-bucket', rate: 1 } }, breaker: { failures: -1 } },
       'breaker.failures',
     ],
+    // Found by the fuzz test: rates that underflow or refill times Redis cannot express as a TTL.
+    [{ policies: { p: { algorithm: 'token-bucket', rate: 5e-324 } } }, 'policies.p.rate'],
+    [{ policies: { p: { algorithm: 'token-bucket', rate: 1, period: 5e-324 } } }, 'policies.p.period'],
+    [{ policies: { p: { algorithm: 'token-bucket', rate: 1, burst: 1e16 } } }, 'policies.p.burst'],
+    [
+      { policies: { p: { algorithm: 'token-bucket', rate: 1, lease: { ahead: 1e13 } } } },
+      'policies.p.lease.ahead',
+    ],
   ])('rejects %j naming %s', (options, field) => {
     const err = (() => {
       try {

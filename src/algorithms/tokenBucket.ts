@@ -67,11 +67,17 @@ export function refill(state: TokenBucketState | undefined, now: number, shape: 
 }
 
 /**
+ * Longest TTL a stored bucket gets (about 317 years). Validated policies stay far below it; it only
+ * guarantees that every key expires (Redis rejects larger PEXPIRE values after the state is written).
+ */
+export const MAX_TTL_MS = 1e13;
+
+/**
  * Milliseconds until a bucket at `level` is full again: after that its key carries no information.
  * The extra millisecond absorbs rounding, so an expired bucket is always really full.
  */
 export function msUntilFull(level: number, shape: TokenBucketShape): number {
-  return Math.ceil(((shape.burst - level) * shape.periodMs) / shape.rate) + 1;
+  return Math.min(Math.ceil(((shape.burst - level) * shape.periodMs) / shape.rate) + 1, MAX_TTL_MS);
 }
 
 export function acquire(

@@ -80,6 +80,26 @@ describe('bounded memory', () => {
     await store.close();
   });
 
+  it('a bucket too slow to refill within what PEXPIRE accepts still gets a TTL', async () => {
+    const client = redisClient();
+    const prefix = uniquePrefix('ttl');
+    const store = new RedisStore({ client, prefix, timeoutMs: 1000 });
+    await store.ready();
+    // Policies cannot be configured like this; the script must still never leave a key behind.
+    await store.run(tokenBucketAcquire, 'k', {
+      rate: 1e-300,
+      periodMs: 1,
+      burst: 10,
+      want: 1,
+      min: 1,
+      ahead: 0,
+    });
+    const ttl = await client.pttl(`${prefix}k`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(1e13);
+    await store.close();
+  });
+
   it('a flood of unique keys leaves nothing in Redis once the buckets have refilled', async () => {
     const client = redisClient();
     const prefix = uniquePrefix('flood');
