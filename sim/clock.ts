@@ -1,18 +1,21 @@
 /**
  * Virtual time and a discrete-event loop. Events run in time order; after each one the microtask
  * queue is drained, so promise chains inside the limiter (store replies, single-flight waiters)
- * settle at the virtual instant they belong to. No wall-clock sleeps anywhere.
+ * settle at the virtual instant they belong to. An event may return a promise (a real Redis call):
+ * virtual time stands still until it settles. No wall-clock sleeps anywhere.
  */
+export type SimEvent = () => unknown;
+
 export class VirtualClock {
   #now = 0;
   #seq = 0;
   // Binary heap of [time, seq, fn]; seq keeps events at the same instant in scheduling order.
-  readonly #heap: [number, number, () => void][] = [];
+  readonly #heap: [number, number, SimEvent][] = [];
 
   readonly now = (): number => this.#now;
 
-  at(time: number, fn: () => void): void {
-    const item: [number, number, () => void] = [Math.max(time, this.#now), this.#seq++, fn];
+  at(time: number, fn: SimEvent): void {
+    const item: [number, number, SimEvent] = [Math.max(time, this.#now), this.#seq++, fn];
     const h = this.#heap;
     h.push(item);
     let i = h.length - 1;
@@ -24,7 +27,7 @@ export class VirtualClock {
     }
   }
 
-  after(delayMs: number, fn: () => void): void {
+  after(delayMs: number, fn: SimEvent): void {
     this.at(this.#now + delayMs, fn);
   }
 
@@ -34,14 +37,15 @@ export class VirtualClock {
     while (this.#heap.length > 0 && this.#heap[0]![0] <= until) {
       const [time, , fn] = this.#pop();
       this.#now = time;
-      fn();
+      const pending = fn();
+      if (pending instanceof Promise) await pending;
       await drainMicrotasks();
       if (onProgress && ++n % 4096 === 0) onProgress(this.#now);
     }
     this.#now = Math.max(this.#now, until);
   }
 
-  #pop(): [number, number, () => void] {
+  #pop(): [number, number, SimEvent] {
     const h = this.#heap;
     const top = h[0]!;
     const last = h.pop()!;

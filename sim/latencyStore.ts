@@ -13,16 +13,24 @@ export interface SyncStore {
   runSync<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Res;
 }
 
+function isSync(store: SyncStore | Store): store is SyncStore {
+  return typeof (store as Partial<SyncStore>).runSync === 'function';
+}
+
 /**
  * A shared store seen through a network: the operation applies half a round trip after the call
  * and the reply arrives half a round trip later, so lease requests from instances race as they do
  * against a real Redis.
+ *
+ * The inner store is either synchronous (`MemoryStore.runSync`) or a real one (`RedisStore` given the
+ * virtual clock): then the apply event returns the real call's promise, and the clock does not move
+ * until Redis has answered, so a run on Redis sees the same virtual timeline as one in memory.
  */
 export class LatencyStore implements Store {
   readonly calls = { count: 0 };
 
   constructor(
-    private readonly inner: SyncStore,
+    private readonly inner: SyncStore | Store,
     private readonly clock: VirtualClock,
     private readonly latency: LatencyModel,
     private readonly random: () => number,
@@ -31,11 +39,13 @@ export class LatencyStore implements Store {
   run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
     this.calls.count++;
     const rtt = this.latency.meanMs * (1 + this.latency.jitter * (2 * this.random() - 1));
+    const inner = this.inner;
     return new Promise((resolve, reject) => {
+      const reply = (result: Res) => this.clock.after(rtt / 2, () => resolve(result));
       this.clock.after(rtt / 2, () => {
+        if (!isSync(inner)) return inner.run(op, key, req).then(reply, reject);
         try {
-          const result = this.inner.runSync(op, key, req);
-          this.clock.after(rtt / 2, () => resolve(result));
+          reply(inner.runSync(op, key, req));
         } catch (err) {
           reject(err);
         }

@@ -22,7 +22,8 @@ export interface LeaseOptions {
   /**
    * How far into the future a lease may reach, as refill time. Leasing tokens that will only exist
    * later keeps an oversubscribed key from sending every instance to the store for each token.
-   * @default the time to refill a whole burst (`burst / rate * period`)
+   * @default the time to refill two bursts (`2 * burst / rate * period`): room for every instance of a
+   * busy key to hold one lease in the queue, so an oversubscribed key rarely sends anyone back empty-handed
    */
   ahead?: Duration;
   /**
@@ -164,7 +165,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
   const aheadMs =
     lease.ahead === undefined
-      ? burst / ratePerMs
+      ? (2 * burst) / ratePerMs
       : refillTime(parseDuration(lease.ahead, `${field}.lease.ahead`), `${field}.lease.ahead`);
   return {
     name,

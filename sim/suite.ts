@@ -1,0 +1,188 @@
+import type { PolicyConfig } from '../src/index.js';
+import type { ScaleEvent, ScenarioInput } from './scenario.js';
+
+/** Policies `--policy` accepts by name. */
+export const POLICIES: Record<string, PolicyConfig> = {
+  /** The seeds' per-API-key limit: 100 req/s, burst 100. */
+  'per-second': { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 },
+  /** The seeds' provider limit: 100 requests per minute. */
+  'per-minute': { algorithm: 'token-bucket', rate: 100, period: '1m', burst: 100 },
+  /** The per-second policy with one store call per decision: the baseline leasing is measured against. */
+  'per-second-exact': { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100, lease: 'exact' },
+};
+
+const perSecond = POLICIES['per-second']!;
+/** The issue's acceptance bound for every scenario at 20 instances. */
+const DRIFT = { maxAbsDriftPct: 2 };
+/** 5 → 20 → 8 instances. */
+const SCALING = (leave: ScaleEvent['leave']): ScaleEvent[] => [
+  { atMs: 15_000, instances: 20, leave },
+  { atMs: 40_000, instances: 8, leave },
+];
+
+/**
+ * The default suite `npm run sim` runs: the seeds' case at three loads (the core's acceptance
+ * numbers), then one scenario per traffic shape, balancer and scaling mode.
+ */
+export const SUITE: ScenarioInput[] = [
+  {
+    name: 'seeds-6x',
+    description:
+      "The seeds' case: one key, 100 req/s burst 100, demand 600 req/s for 60 s; Zipf balancing, autoscaling 5 → 20 → 8.",
+    policy: perSecond,
+    durationMs: 60_000,
+    instances: 5,
+    autoscale: SCALING('close'),
+    traffic: { demand: { shape: 'steady', load: 6 } },
+    expect: { ...DRIFT, maxCallsPerDecision: 0.1 },
+  },
+  {
+    name: 'seeds-1.05x',
+    description: 'The same at demand 1.05× the limit: the bucket is almost never empty for long.',
+    policy: perSecond,
+    durationMs: 60_000,
+    instances: 5,
+    autoscale: SCALING('close'),
+    traffic: { demand: { shape: 'steady', load: 1.05 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'seeds-0.8x',
+    description: 'The same at 0.8× the limit: (almost) everything must pass.',
+    policy: perSecond,
+    durationMs: 60_000,
+    instances: 5,
+    autoscale: SCALING('close'),
+    traffic: { demand: { shape: 'steady', load: 0.8 } },
+    expect: { ...DRIFT, minAdmittedPct: 99 },
+  },
+  {
+    name: 'crash-6x',
+    description: 'Autoscaling 5 → 20 → 8 where leaving instances crash: their leased tokens are lost.',
+    policy: perSecond,
+    durationMs: 60_000,
+    instances: 5,
+    autoscale: SCALING('crash'),
+    traffic: { demand: { shape: 'steady', load: 6 } },
+    expect: { ...DRIFT, maxCallsPerDecision: 0.1 },
+  },
+  {
+    name: 'steady-2x',
+    description: '20 instances behind round-robin, steady demand at twice the limit.',
+    policy: perSecond,
+    durationMs: 30_000,
+    balancer: { kind: 'round-robin' },
+    traffic: { demand: { shape: 'steady', load: 2 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'per-minute-6x',
+    description: "The seeds' provider limit: 100 per minute with a peak of 600 per minute, for 10 minutes.",
+    policy: POLICIES['per-minute']!,
+    durationMs: 600_000,
+    balancer: { kind: 'round-robin' },
+    traffic: { demand: { shape: 'steady', load: 6 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'near-limit',
+    description: 'Demand exactly at the limit, instances picked at random.',
+    policy: perSecond,
+    durationMs: 30_000,
+    balancer: { kind: 'random' },
+    traffic: { demand: { shape: 'steady', load: 1 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'under-limit',
+    description: 'Half the limit, one instance taking five times the share of each other one.',
+    policy: perSecond,
+    durationMs: 30_000,
+    balancer: { kind: 'weighted', weights: [5, ...Array<number>(19).fill(1)] },
+    traffic: { demand: { shape: 'steady', load: 0.5 } },
+    expect: { ...DRIFT, minAdmittedPct: 99 },
+  },
+  {
+    name: 'saw',
+    description: 'Demand ramps from 0.2× to 3× the limit every 10 s, steep Zipf balancing (s = 1.5).',
+    policy: perSecond,
+    durationMs: 30_000,
+    balancer: { kind: 'zipf', s: 1.5 },
+    traffic: { demand: { shape: 'saw', low: 0.2, high: 3, periodMs: 10_000 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'step',
+    description: 'Demand steps from 0.5× to 4× the limit at 15 s.',
+    policy: perSecond,
+    durationMs: 30_000,
+    traffic: { demand: { shape: 'step', from: 0.5, to: 4, atMs: 15_000 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'retry-honour',
+    description: 'Fresh demand at 2× the limit; denied clients retry after Retry-After (up to 5 times).',
+    policy: perSecond,
+    durationMs: 30_000,
+    traffic: {
+      demand: { shape: 'steady', load: 2 },
+      retry: { honourRetryAfter: true, maxRetries: 5, backoffMs: 20 },
+    },
+    expect: DRIFT,
+  },
+  {
+    name: 'retry-ignore',
+    description:
+      'Fresh demand at 2× the limit; denied clients ignore Retry-After and retry within 20 ms (up to 10 times).',
+    policy: perSecond,
+    durationMs: 30_000,
+    traffic: {
+      demand: { shape: 'steady', load: 2 },
+      retry: { honourRetryAfter: false, maxRetries: 10, backoffMs: 20 },
+    },
+    expect: DRIFT,
+  },
+  {
+    name: 'many-keys',
+    description:
+      '1000 keys with Zipf popularity (s = 1.1), total demand 10× one key’s limit, random balancing.',
+    policy: perSecond,
+    durationMs: 30_000,
+    balancer: { kind: 'random' },
+    traffic: { demand: { shape: 'steady', load: 10 }, keys: { count: 1000, zipf: 1.1 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'sticky-keys',
+    description: '200 keys (Zipf s = 1) pinned to instances by consistent hashing, total demand 10×.',
+    policy: perSecond,
+    durationMs: 30_000,
+    balancer: { kind: 'sticky' },
+    traffic: { demand: { shape: 'steady', load: 10 }, keys: { count: 200, zipf: 1 } },
+    expect: DRIFT,
+  },
+  {
+    name: 'weighted-costs',
+    description: 'Requests costing 1, 5 or 20 tokens (70/25/5 %), demand 3× the limit in tokens.',
+    policy: perSecond,
+    durationMs: 30_000,
+    traffic: {
+      demand: { shape: 'steady', load: 3 },
+      costs: [
+        { cost: 1, weight: 70 },
+        { cost: 5, weight: 25 },
+        { cost: 20, weight: 5 },
+      ],
+    },
+    expect: DRIFT,
+  },
+  {
+    name: 'exact-6x',
+    description:
+      "Baseline: the seeds' 6× case with lease: 'exact' (one store call per decision that is not cached).",
+    policy: POLICIES['per-second-exact']!,
+    durationMs: 30_000,
+    traffic: { demand: { shape: 'steady', load: 6 } },
+    expect: { maxAbsDriftPct: 0 },
+  },
+];

@@ -1,0 +1,143 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { type CliResult, simInProcess } from '../support/sim.js';
+
+/** `npm run sim -- ...args` as a real process (tsx, as the npm script runs it), without npm's output. */
+function spawnSim(args: string[]): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'sim/cli.ts', ...args], {
+      cwd: join(import.meta.dirname, '../..'),
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d));
+    child.stderr.on('data', (d: Buffer) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const tiny = {
+  name: 'tiny',
+  policy: { algorithm: 'token-bucket', rate: 50, burst: 50 },
+  durationMs: 1500,
+  instances: 4,
+  traffic: { demand: { shape: 'steady', load: 3 } },
+};
+
+describe('npm run sim', () => {
+  it.each([
+    [['--bogus'], /Unknown option '--bogus'/],
+    [['extra'], /unexpected argument "extra"/],
+    [['--scenario', 'nope'], /--scenario: unknown scenario "nope"; known: seeds-6x/],
+    [['--instances', 'many'], /--instances: expected a whole number, got "many"/],
+    [['--instances', '0'], /scenario seeds-6x: Invalid `scenario.instances`: expected an integer from 1/],
+    [['--balancer', 'fastest'], /--balancer: expected round-robin, random, sticky/],
+    [['--balancer', 'zipf:x'], /scenario seeds-6x: Invalid `scenario.balancer.s`/],
+    [
+      ['--policy', 'cheap'],
+      /--policy: expected one of per-second, per-minute, per-second-exact or a JSON object/,
+    ],
+    [['--policy', '{"algorithm":"token-bucket"'], /--policy: not valid JSON/],
+    [
+      ['--policy', '{"algorithm":"token-bucket","rate":-1}'],
+      /Invalid `scenario.policy.rate`: expected a positive/,
+    ],
+    [['--duration', 'soon'], /--duration: expected a duration like 30s/],
+    [['--seed', '1.5'], /--seed: expected a whole number/],
+    [['--replay', '{not json'], /--replay: not valid JSON/],
+    [['--replay', '[1]'], /--replay: expected a scenario object/],
+    [['--replay', '{"name":"x"}'], /scenario x: Invalid `scenario.durationMs`/],
+    [['--replay', '{}', '--scenario', 'step'], /--replay and --scenario cannot be combined/],
+    [['--prefix', 'p:'], /--prefix needs --redis/],
+    [['--out', '/nonexistent-dir/report.html'], /--out: cannot write to the directory/],
+    [
+      ['--redis', 'redis://127.0.0.1:1', '--scenario', 'step'],
+      /--redis: cannot connect to redis:\/\/127.0.0.1:1/,
+    ],
+  ])('rejects %j with a message naming the option and exit code 2', async (args, message) => {
+    const r = await simInProcess(args);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).toMatch(/Run 'npm run sim -- --help' for the options/);
+    expect(r.stdout).toBe('');
+  });
+
+  it('as a process: exit code 2 and one message for a bad option, never a stack trace', async () => {
+    const [unknown, invalid] = await Promise.all([
+      spawnSim(['--frobnicate']),
+      spawnSim(['--policy', '{"algorithm":"token-bucket","rate":"fast"}']),
+    ]);
+    for (const r of [unknown, invalid]) {
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/^sim: /);
+      expect(r.stderr, 'no stack trace').not.toMatch(/\n\s+at |Error:/);
+    }
+  });
+
+  it('as a process: replays a scenario, prints the table and exits 0 when every check passes', async () => {
+    const r = await spawnSim(['--replay', JSON.stringify(tiny)]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^scenario\s+instances\s+balancer\s+demand\s+requests\s+admitted\s+exact\s+drift %/m,
+    );
+    expect(r.stdout).toMatch(/^tiny\s+4\s+zipf 1\s+3×\s+\d+/m);
+    expect(r.stderr, 'no progress bar when stderr is not a terminal').toBe('');
+  });
+
+  it('writes a self-contained HTML report with the four charts', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'sim-')), 'report.html');
+    const r = await simInProcess(['--replay', JSON.stringify(tiny), '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html.match(/<svg class="chart"/g)?.length, 'four charts for one scenario').toBe(4);
+    expect(html, 'nothing loaded from elsewhere').not.toMatch(/<script|<link|src="http/);
+  });
+
+  it('prints JSON with --json, and exits 1 when a scenario misses a check', async () => {
+    const missing = JSON.stringify({ ...tiny, expect: { maxCallsPerDecision: 0 } });
+    const r = await simInProcess(['--replay', missing, '--json']);
+    expect(r.code, r.stderr).toBe(1);
+    const { store, reports } = JSON.parse(r.stdout);
+    expect(store).toBe('MemoryStore');
+    expect(reports[0].scenario.name).toBe('tiny');
+    expect(reports[0].checks.find((c: { name: string }) => c.name === 'store calls')).toMatchObject({
+      ok: false,
+    });
+  });
+
+  it('applies --instances, --balancer, --policy, --duration and --seed to the selected scenarios', async () => {
+    const r = await simInProcess([
+      '--scenario',
+      'step',
+      '--instances',
+      '3',
+      '--balancer',
+      'weighted:3,1',
+      '--policy',
+      'per-second-exact',
+      '--duration',
+      '2s',
+      '--seed',
+      '9',
+      '--json',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const { scenario } = JSON.parse(r.stdout).reports[0];
+    expect(scenario).toMatchObject({
+      name: 'step',
+      instances: 3,
+      autoscale: [],
+      balancer: { kind: 'weighted', weights: [3, 1] },
+      policy: { lease: 'exact' },
+      durationMs: 2000,
+      seed: 9,
+      // The step is rescaled with the timeline: 15 s of 30 s becomes 1 s of 2 s.
+      traffic: { demand: { shape: 'step', atMs: 1000 } },
+    });
+  });
+});
