@@ -65,13 +65,13 @@ describe('RedisStore on a Redis Cluster', () => {
     const target = nodes.find((n) => n.port !== sourcePort)!;
 
     // Exact mode: every decision runs a script, so the traffic keeps hitting the migrating slot.
-    const burst = 1_000_000;
+    const burst = 1_000_000; // refills 1000 a day: a hundredth of a token during the test
     const instances = Array.from({ length: 3 }, () => {
       const store = new RedisStore({ client: clusterClient(), prefix, timeoutMs: 1000 });
       const policies = {
         p: {
           algorithm: 'token-bucket' as const,
-          rate: 1,
+          rate: 1000,
           period: '1d' as const,
           burst,
           lease: 'exact' as const,
