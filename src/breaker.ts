@@ -74,34 +74,86 @@ export class CircuitBreaker {
   }
 }
 
-/** A store behind a breaker: calls fail fast with `StoreUnavailableError` while it is open. */
+/**
+ * A store behind breakers, one per shard (`Store.shardOf`): calls to a suspended shard fail fast
+ * with `StoreUnavailableError`, while the other shards keep working.
+ */
 export class GuardedStore implements Store {
   /** Calls rejected without reaching the store. */
   shortCircuited = 0;
+  readonly coolDownMs: number;
+  readonly #breakers = new Map<string, CircuitBreaker>();
+  readonly #options: BreakerOptions;
+  readonly #now: () => number;
 
   constructor(
     readonly inner: Store,
-    readonly breaker: CircuitBreaker,
+    options: BreakerOptions,
+    now: () => number,
     private readonly onSuccess: () => void,
-  ) {}
+  ) {
+    // Validates the options once, eagerly; every shard's breaker is built from the same ones.
+    const first = new CircuitBreaker(options, now);
+    this.#breakers.set('', first);
+    this.coolDownMs = first.coolDownMs;
+    this.#options = options;
+    this.#now = now;
+  }
+
+  /** The breaker of the shard `key` belongs to. */
+  breakerFor(key: string): CircuitBreaker {
+    const shard = this.inner.shardOf?.(key) ?? '';
+    let breaker = this.#breakers.get(shard);
+    if (!breaker) {
+      breaker = new CircuitBreaker(this.#options, this.#now);
+      this.#breakers.set(shard, breaker);
+    }
+    return breaker;
+  }
+
+  /** Whether calls for `key` are suspended or probing (its shard's breaker is not closed). */
+  suspended(key: string): boolean {
+    return this.breakerFor(key).state !== 'closed';
+  }
+
+  /** Whether a call for `key` made now would reach the store (possibly as the probe). */
+  wouldPass(key: string): boolean {
+    const breaker = this.breakerFor(key);
+    return breaker.state === 'closed' || (breaker.state === 'open' && breaker.msUntilProbe() === 0);
+  }
+
+  /** The worst state over all shards. */
+  state(): BreakerState {
+    let worst: BreakerState = 'closed';
+    for (const b of this.#breakers.values()) {
+      if (b.state === 'open') return 'open';
+      if (b.state === 'half-open') worst = 'half-open';
+    }
+    return worst;
+  }
 
   async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
-    if (!this.breaker.tryPass()) {
+    const breaker = this.breakerFor(key);
+    if (!breaker.tryPass()) {
       this.shortCircuited++;
       throw new StoreUnavailableError(
-        `Store calls are suspended after ${this.breaker.failures} failures; next probe in ${Math.ceil(this.breaker.msUntilProbe())} ms`,
+        `Store calls are suspended after ${breaker.failures} failures; next probe in ${Math.ceil(breaker.msUntilProbe())} ms`,
       );
     }
     let result: Res;
     try {
       result = await this.inner.run(op, key, req);
     } catch (err) {
-      this.breaker.failure();
+      breaker.failure();
       throw err;
     }
-    this.breaker.success();
+    breaker.success();
     this.onSuccess();
     return result;
+  }
+
+  shardOf(key: string): string {
+    return this.inner.shardOf?.(key) ?? '';
   }
 
   close(): Promise<void> {

@@ -6,7 +6,7 @@ import {
   type TokenBucketShape,
   type TokenBucketState,
 } from './algorithms/tokenBucket.js';
-import { type BreakerOptions, CircuitBreaker, GuardedStore } from './breaker.js';
+import { type BreakerOptions, GuardedStore } from './breaker.js';
 import type { Decision } from './decision.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
 import type { FailMode } from './policy.js';
@@ -58,13 +58,14 @@ const SHARE_TAU_MS = 5000;
  */
 export class Failover {
   readonly store: GuardedStore;
-  readonly breaker: CircuitBreaker;
   readonly expectedInstances: number;
   readonly stats = { fallbackDecisions: 0, tokensWrittenBack: 0, tokensNotWrittenBack: 0 };
   readonly #maxDebts: number;
   readonly #track: (work: Promise<unknown>) => void;
   readonly #debts = new Set<FallbackState>();
+  readonly #now: () => number;
   #flushing: Promise<void> | undefined;
+  #flushedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: FailoverOptions) {
     const n = options.expectedInstances;
@@ -75,9 +76,9 @@ export class Failover {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
     this.expectedInstances = n;
-    this.breaker = new CircuitBreaker(options.breaker, options.now);
-    this.store = new GuardedStore(options.store, this.breaker, () => this.#afterSuccess());
+    this.store = new GuardedStore(options.store, options.breaker, options.now, () => this.#afterSuccess());
     this.#maxDebts = options.maxDebts;
+    this.#now = options.now;
     this.#track = options.track;
   }
 
@@ -101,8 +102,10 @@ export class Failover {
     const { rule } = s;
     const ratePerMs = rule.rate / rule.periodMs;
     const base = { policy: rule.name, key: s.key, limit: rule.burst, source: 'fallback' as const };
+    const breaker = this.store.breakerFor(s.storageKey);
+    const untilProbe = breaker.state === 'closed' ? breaker.coolDownMs : breaker.msUntilProbe();
     if (rule.fail === 'closed') {
-      const retry = this.breaker.state === 'closed' ? this.breaker.coolDownMs : this.breaker.msUntilProbe();
+      const retry = untilProbe;
       const resetMs = Math.ceil(rule.burst / ratePerMs);
       return { ...base, allowed: false, remaining: 0, resetMs, retryAfterMs: Math.max(1, Math.ceil(retry)) };
     }
@@ -123,9 +126,7 @@ export class Failover {
     }
     // A cost above the local burst can only pass once the shared store is back.
     const wait =
-      cost > shape.burst
-        ? Math.max(this.breaker.msUntilProbe(), this.breaker.coolDownMs)
-        : msUntilRoom(t.result.levelBefore, { ...shape, min: cost, ahead: 0 });
+      cost > shape.burst ? untilProbe : msUntilRoom(t.result.levelBefore, { ...shape, min: cost, ahead: 0 });
     return { ...base, allowed: false, ...reset, retryAfterMs: Math.max(1, Math.ceil(wait)) };
   }
 
@@ -146,7 +147,10 @@ export class Failover {
   }
 
   async #drain(): Promise<void> {
+    this.#flushedAt = this.#now();
     for (const s of [...this.#debts]) {
+      // Its shard is still suspended: it waits for a later flush.
+      if (!this.store.wouldPass(s.storageKey)) continue;
       this.#debts.delete(s);
       const tokens = s.owed;
       if (tokens <= 0) continue;
@@ -156,10 +160,9 @@ export class Failover {
         await this.store.run(tokenBucketDebit, s.storageKey, { rate, periodMs, burst, tokens });
         this.stats.tokensWrittenBack += tokens;
       } catch (err) {
+        // Not sent (its shard is suspended or disconnected): it stays owed, for the next success.
         if (err instanceof StoreUnavailableError) {
           this.#owe(s, tokens);
-          // The store is down again: the remaining debts would fail the same way.
-          if (this.breaker.state !== 'closed') return;
         } else {
           this.stats.tokensNotWrittenBack += tokens;
         }
@@ -167,8 +170,11 @@ export class Failover {
     }
   }
 
+  /** Flushes after a successful call, at most once per cool-down: debts of a shard still down stay. */
   #afterSuccess(): void {
-    if (this.#debts.size > 0 && !this.#flushing) this.#track(this.flush());
+    if (this.#debts.size === 0 || this.#flushing) return;
+    if (this.#now() - this.#flushedAt < this.store.coolDownMs) return;
+    this.#track(this.flush());
   }
 
   #owe(s: FallbackState, tokens: number): void {

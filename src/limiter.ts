@@ -67,7 +67,7 @@ export interface LimiterStats {
   keys: number;
   /** Decisions made by a rule's fail policy because the store failed or was suspended. */
   fallbackDecisions: number;
-  /** The circuit breaker in front of the store. */
+  /** The circuit breaker in front of the store: the worst state over its shards (Cluster nodes). */
   breaker: BreakerState;
 }
 
@@ -220,7 +220,7 @@ export class Limiter {
       ...this.#stats,
       keys: this.#entries.size,
       fallbackDecisions: this.#failover.stats.fallbackDecisions,
-      breaker: this.#failover.breaker.state,
+      breaker: this.#failover.store.state(),
     };
   }
 
@@ -303,7 +303,7 @@ export class Limiter {
       const acquired = this.#acquire(entry, cost - lease.unused(entry.segments));
       // While the store is suspended no request waits on it: the call is at most a probe, and its
       // lease (if the store is back) serves the requests that come after it.
-      if (this.#failover.breaker.state !== 'closed') {
+      if (this.#failover.store.suspended(entry.storageKey)) {
         acquired.catch(() => {});
         return this.#fallback(entry, cost);
       }

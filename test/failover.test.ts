@@ -109,6 +109,24 @@ describe("fail policy 'local' (the default)", () => {
   });
 });
 
+describe('a store with shards (Redis Cluster nodes)', () => {
+  it('suspends only the shard that fails; keys on the others keep leasing', async () => {
+    const { c, store, limiter } = setup({ p: { algorithm: 'token-bucket', rate: 100 } });
+    store.shard = (key) => (key.startsWith('{k:down') ? 'node-1' : 'node-2');
+    store.faultyShard = 'node-1';
+    store.fault = 'down';
+    const decisions: Decision[] = [];
+    for (let t = 0; t < 1000; t += 10) {
+      decisions.push(await limiter.consume('p', 'down'), await limiter.consume('p', 'up'));
+      c.advance(10);
+    }
+    const sources = (key: string) => new Set(decisions.filter((d) => d.key === key).map((d) => d.source));
+    expect(sources('down')).toEqual(new Set(['fallback']));
+    expect(sources('up')).not.toContain('fallback');
+    expect(limiter.stats().breaker, 'the worst shard').toBe('open');
+  });
+});
+
 describe("fail policies 'open' and 'closed'", () => {
   it("'open' allows everything and says so", async () => {
     const { c, store, limiter } = setup({ p: { algorithm: 'token-bucket', rate: 10, fail: 'open' } });

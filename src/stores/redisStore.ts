@@ -8,6 +8,7 @@ import {
   TokenleaseError,
 } from '../errors.js';
 import { luaScript } from '../scripts.js';
+import { keySlot } from './slot.js';
 import type { Operation, Store } from './store.js';
 
 export interface RedisStoreOptions {
@@ -220,6 +221,13 @@ export class RedisStore implements Store {
         await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS / 10));
       }
     }
+  }
+
+  /** The Cluster node currently serving `key` per the client's slot map; one shard for a single Redis. */
+  shardOf(key: string): string {
+    if (!isCluster(this.#client)) return '';
+    const slot = keySlot(this.prefix + key);
+    return this.#client.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
   async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
