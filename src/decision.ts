@@ -18,6 +18,8 @@ export interface Decision {
    * store failed or is suspended (README "Failure behaviour"). Always set by `Limiter`.
    */
   source?: DecisionSource;
+  /** For a multi-rule `consume`: each rule's own decision, in the order of the checks. */
+  checks?: readonly Decision[];
 }
 
 export type DecisionSource = 'lease' | 'store' | 'fallback';

@@ -9,7 +9,7 @@ export {
   StoreTimeoutError,
   TokenleaseError,
 } from './errors.js';
-export { Limiter, type LimiterOptions, type LimiterStats } from './limiter.js';
+export { Limiter, type LimiterOptions, type LimiterStats, type PolicyDescription } from './limiter.js';
 export type { LeaseOptions, PolicyConfig, TokenBucketPolicy } from './policy.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memoryStore.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redisStore.js';

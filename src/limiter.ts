@@ -54,6 +54,13 @@ export interface LimiterOptions {
   breaker?: BreakerOptions;
 }
 
+/** See `Limiter.describe`. */
+export interface PolicyDescription {
+  limit: number;
+  /** Seconds to restore the whole limit from empty (at least 1): the policy's window. */
+  windowSeconds: number;
+}
+
 export interface LimiterStats {
   /** Store calls made (acquisitions and returns). */
   storeCalls: number;
@@ -114,7 +121,7 @@ function positiveInteger(value: unknown, field: string): number {
 export class Limiter {
   readonly #store: Store;
   readonly #failover: Failover;
-  readonly #rules: Map<string, Rule>;
+  #rules: Map<string, Rule>;
   readonly #now: () => number;
   readonly #gate: LimitFunction;
   readonly #entries: LRUCache<string, Entry>;
@@ -188,14 +195,50 @@ export class Limiter {
     const decisions = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failure = settled.find((s) => s.status === 'rejected');
     const denied = decisions.filter((d) => !d.allowed);
-    if (failure === undefined && denied.length === 0) return tightest(decisions);
+    if (failure === undefined && denied.length === 0) return { ...tightest(decisions), checks: decisions };
     const now = this.#now();
     checks.forEach((c, i) => {
       const s = settled[i];
       if (s?.status === 'fulfilled' && s.value.allowed) this.#refund(c.rule, c.key, c.cost, now, s.value);
     });
     if (failure) throw failure.reason;
-    return latestRetry(denied);
+    // The allowed rules were refunded, so each reports what is left after the refund.
+    const each = decisions.map((d, i) => {
+      if (!d.allowed) return d;
+      const { rule, cost } = checks[i]!;
+      const remaining = Math.min(d.limit, d.remaining + cost);
+      return { ...d, remaining, resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs) };
+    });
+    return { ...latestRetry(denied), checks: each };
+  }
+
+  /**
+   * What a policy allows, for response headers (e.g. `RateLimit-Policy: "per-key";q=100;w=1`):
+   * its limit and the whole seconds it takes to restore the limit from empty.
+   */
+  describe(policy: string): PolicyDescription {
+    const rule = this.#rule(policy, 'policy');
+    return {
+      limit: rule.burst,
+      windowSeconds: Math.max(1, Math.ceil(rule.burst / rule.ratePerMs / 1000)),
+    };
+  }
+
+  /**
+   * Replaces the policies without a restart. Validated eagerly: on a `ConfigError` nothing changes.
+   * A policy whose compiled rule is unchanged keeps its local state and leases; a changed or removed
+   * one hands its leased tokens back (the shared bucket under the same name carries on).
+   */
+  setPolicies(policies: Record<string, PolicyConfig>): void {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const next = compilePolicies(policies);
+    for (const [name, rule] of this.#rules) {
+      const fresh = next.get(name);
+      if (fresh && JSON.stringify(fresh) === JSON.stringify(rule)) next.set(name, rule);
+    }
+    this.#rules = next;
+    const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
+    for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }
 
   /** Hands back leases whose time is up. Runs on a timer unless `sweepIntervalMs` is 0. */

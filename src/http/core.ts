@@ -1,0 +1,588 @@
+import type { Check, Decision } from '../decision.js';
+import { ConfigError } from '../errors.js';
+import type { Limiter } from '../limiter.js';
+import { ClientIp, type TrustProxy } from './clientIp.js';
+import {
+  type HeaderOptions,
+  type RuleState,
+  rateLimitHeaders,
+  retryAfterSeconds,
+  type StandardHeaders,
+} from './headers.js';
+import type { Plans } from './plans.js';
+import { buildKey, type RequestView, readApiKey } from './request.js';
+import {
+  forbiddenBody,
+  type RefusalBody,
+  type ResponseFormat,
+  refusalBody,
+  refusalMessage,
+  unavailableBody,
+} from './response.js';
+import { isEnforced } from './rollout.js';
+import { normalizePath, RouteTable, SplitPaths } from './routes.js';
+import {
+  ClientList,
+  compileCosts,
+  compileRule,
+  type KeyPart,
+  type RuleOptions,
+  type RuleSet,
+} from './rules.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+/** Options every adapter takes; each adds its framework's own (`handler`, `hook`, …). */
+export interface RateLimitOptions<Req> {
+  /** The limiter that holds the policies the rules refer to. */
+  limiter: Limiter;
+  /** The rules each request meets, evaluated all-or-nothing. Required unless `plans` is given. */
+  rules?: readonly RuleOptions<Req>[];
+  /** Plans, rules, API keys, costs and allow/deny lists from a file that reloads (see `Plans`). */
+  plans?: Plans;
+  /**
+   * Route cost table: tokens a request takes from weighted rules (`{ 'POST /reports': 20 }`).
+   * Routes not listed cost 1.
+   * @default {}
+   */
+  costs?: Record<string, number>;
+  /**
+   * Per-request cost, overriding the table (e.g. the size of a batch). A result that is not a
+   * positive finite number counts as 1 and is reported to `onError`.
+   * @default the route's cost from `costs`
+   */
+  cost?: number | ((req: Req) => number);
+  /**
+   * Header carrying the API key (compared case-insensitively, as HTTP does).
+   * @default 'x-api-key'
+   */
+  apiKeyHeader?: string;
+  /** The authenticated user of a request (e.g. `req => req.user?.id`), for rules `by: 'user'`. */
+  user?: (req: Req) => string | undefined;
+  /** @default false (see `TrustProxy`) */
+  trustProxy?: TrustProxy;
+  /** @default 64 */
+  ipv6Subnet?: number | false;
+  /**
+   * The client identity (`by: 'client'`). Undefined falls back to the default.
+   * @default with `plans`: the API key when it is listed, else the IP; without: the IP
+   */
+  keyGenerator?: (req: Req) => Awaitable<string | undefined>;
+  /** Requests for which this returns true are not counted and get no headers. */
+  skip?: (req: Req) => Awaitable<boolean>;
+  /** Clients never limited: API keys, client keys, IPs, CIDR ranges, or a function of (req, client key). */
+  allowList?: readonly string[] | ((req: Req, key: string) => Awaitable<boolean>);
+  /** Clients always refused with 403 (waiting will not help): same forms as `allowList`. */
+  denyList?: readonly string[] | ((req: Req, key: string) => Awaitable<boolean>);
+  /** @default 'draft-10' */
+  standardHeaders?: StandardHeaders | false;
+  /** `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix time in seconds). @default false */
+  legacyHeaders?: boolean;
+  /**
+   * Leave `remaining` out of the headers (public routes: an exact count tells abusers when to stop);
+   * `true`, route patterns, or a function of the request.
+   * @default false
+   */
+  hideRemaining?: boolean | readonly string[] | ((req: Req) => boolean);
+  /** @default 429 */
+  statusCode?: number;
+  /** @default 'json' */
+  responseFormat?: ResponseFormat;
+  /** The refusal's message, or a function of the request and its `RateLimitInfo`. @default says when to retry */
+  message?: string | ((req: Req, info: RateLimitInfo) => string);
+  /**
+   * When the limiter's store fails: `true` lets the request through (fail open), `false` answers
+   * 503 with `Retry-After: 1` (fail closed). Either way `onError` hears about it.
+   * @default false
+   */
+  passOnStoreError?: boolean;
+  /** Called for every request the enforced rules let through. */
+  onExceeding?: (req: Req, info: RateLimitInfo) => void;
+  /** Called for every request refused for being over a limit. */
+  onExceeded?: (req: Req, info: RateLimitInfo) => void;
+  /** Called when a shadow (or not yet enforced) rule would have refused. */
+  onShadowExceeded?: (req: Req, info: RateLimitInfo) => void;
+  /** Store failures, bad `cost` results, and exceptions thrown by the callbacks above. @default process.emitWarning */
+  onError?: (error: unknown, req: Req) => void;
+  /** Clock in ms for absolute reset times (`resetTime`, `X-RateLimit-Reset`). @default Date.now */
+  now?: () => number;
+}
+
+/** One rule's part in a decision. */
+export interface RuleResult {
+  name: string;
+  policy: string;
+  key: string;
+  cost: number;
+  /** False for shadow rules and for clients outside the rule's `enforce` percentage. */
+  enforced: boolean;
+  /** Undefined when the rule was not evaluated (a shadow rule of a refused request). */
+  decision: Decision | undefined;
+}
+
+/** What the limiter decided for a request; `req.rateLimit` in Express and Fastify. */
+export interface RateLimitInfo {
+  /** Whether the request goes through (shadow refusals never stop it). */
+  allowed: boolean;
+  /** The client identity. */
+  key: string;
+  /** The client's plan, with a plans file. */
+  plan: string | undefined;
+  /** The rule reported in single-limit headers: the one that refused, or the closest to refusing. */
+  policy: string;
+  limit: number;
+  used: number;
+  remaining: number;
+  /** When the reported rule is fully replenished. */
+  resetTime: Date;
+  retryAfterMs: number;
+  rules: RuleResult[];
+  /** Names of shadow rules that would have refused this request. */
+  shadowExceeded: string[];
+}
+
+type Header = [name: string, value: string];
+
+/** What an adapter does with a request. */
+export type Outcome =
+  | { action: 'next'; headers: Header[]; info: RateLimitInfo | undefined }
+  | ({
+      action: 'refuse';
+      /** `limited`: over a limit (429); `denied`: on the deny list (403); `unavailable`: store failed (503). */
+      reason: 'limited' | 'denied' | 'unavailable';
+      status: number;
+      headers: Header[];
+      info: RateLimitInfo | undefined;
+      /** Seconds until the request can pass; undefined if it never can (or was deny-listed). */
+      retryAfter: number | undefined;
+    } & RefusalBody);
+
+const NOTHING: Outcome = { action: 'next', headers: [], info: undefined };
+
+/** What identifies the sender of a request, read once per request. */
+interface Peer {
+  apiKey: string | undefined;
+  ip: string | undefined;
+  /** `ip` as a key part: IPv6 grouped by prefix. */
+  ipKey: string;
+}
+
+interface Identity extends Peer {
+  client: string;
+  plan: string | undefined;
+}
+
+/** The rules a request meets, with the limiter check of each. */
+interface Plan {
+  results: RuleResult[];
+  enforced: { result: RuleResult; check: Check }[];
+  shadow: { result: RuleResult; check: Check }[];
+  windows: Map<RuleResult, number>;
+}
+
+/**
+ * The framework-agnostic middleware: decides a request and says what to send. Adapters turn a
+ * framework request into a `RequestView` and apply the `Outcome`.
+ */
+export class RateLimitCore<Req> {
+  readonly #o: RateLimitOptions<Req>;
+  readonly #view: (req: Req) => RequestView;
+  readonly #ip: ClientIp;
+  readonly #static: RuleSet<Req> | undefined;
+  readonly #apiKeyHeader: string;
+  readonly #hide: ((req: Req, view: RequestView) => boolean) | undefined;
+  readonly #now: () => number;
+  readonly #allow: ClientList;
+  readonly #deny: ClientList;
+
+  constructor(options: RateLimitOptions<Req>, view: (req: Req) => RequestView) {
+    if (typeof options !== 'object' || options === null)
+      throw new ConfigError('options', 'expected an object');
+    const o = options;
+    if (typeof o.limiter?.consume !== 'function' || typeof o.limiter.describe !== 'function') {
+      throw new ConfigError('limiter', 'expected a tokenlease Limiter');
+    }
+    this.#o = o;
+    this.#view = view;
+    this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
+    this.#apiKeyHeader = (o.apiKeyHeader ?? 'x-api-key').toLowerCase();
+    this.#now = o.now ?? Date.now;
+    if (o.plans !== undefined) {
+      if (o.rules !== undefined || o.costs !== undefined) {
+        throw new ConfigError(
+          o.rules !== undefined ? 'rules' : 'costs',
+          'with `plans`, put rules and costs in the plans file',
+        );
+      }
+      for (const policy of Object.keys(o.plans.policies)) {
+        if (!hasPolicy(o.limiter, policy)) {
+          throw new ConfigError(
+            'limiter',
+            `has no policy ${JSON.stringify(policy)} of the plans; create it with \`policies: plans.policies\``,
+          );
+        }
+      }
+    } else {
+      if (!Array.isArray(o.rules) || o.rules.length === 0) {
+        throw new ConfigError(
+          'rules',
+          'expected at least one rule, e.g. [{ policy: "per-client" }] (or pass `plans`)',
+        );
+      }
+      const rules = o.rules.map((r, i) => compileRule<Req>(r, `rules[${i}]`));
+      for (const [i, r] of rules.entries()) {
+        if (!hasPolicy(o.limiter, r.policy)) {
+          throw new ConfigError(
+            `rules[${i}].policy`,
+            `the limiter has no policy ${JSON.stringify(r.policy)}`,
+          );
+        }
+      }
+      this.#static = {
+        rules,
+        plans: new Map(),
+        keys: new Map(),
+        defaultPlan: undefined,
+        costs: compileCosts(o.costs, 'costs'),
+        allow: new ClientList([], 'allowList'),
+        deny: new ClientList([], 'denyList'),
+      };
+    }
+    this.#hide = compileHide(o.hideRemaining);
+    const cost = o.cost;
+    if (
+      cost !== undefined &&
+      typeof cost !== 'function' &&
+      !(typeof cost === 'number' && cost > 0 && Number.isFinite(cost))
+    ) {
+      throw new ConfigError(
+        'cost',
+        `expected a positive number or a function of the request, got ${String(cost)}`,
+      );
+    }
+    const status = o.statusCode ?? 429;
+    if (!Number.isInteger(status) || status < 400 || status > 599) {
+      throw new ConfigError('statusCode', `expected an HTTP error status (400-599), got ${String(status)}`);
+    }
+    const standard = o.standardHeaders ?? 'draft-10';
+    if (![false, 'draft-10', 'draft-8', 'draft-7', 'draft-6'].includes(standard)) {
+      throw new ConfigError(
+        'standardHeaders',
+        `expected 'draft-10', 'draft-8', 'draft-7', 'draft-6' or false, got ${JSON.stringify(standard)}`,
+      );
+    }
+    const format = o.responseFormat ?? 'json';
+    if (format !== 'json' && format !== 'problem+json') {
+      throw new ConfigError(
+        'responseFormat',
+        `expected 'json' or 'problem+json', got ${JSON.stringify(format)}`,
+      );
+    }
+    this.#allow = new ClientList(typeof o.allowList === 'function' ? [] : o.allowList, 'allowList');
+    this.#deny = new ClientList(typeof o.denyList === 'function' ? [] : o.denyList, 'denyList');
+  }
+
+  /**
+   * Decides one request. Rejects only when a callback of the options throws (`keyGenerator`,
+   * `skip`, `user`, allow/deny functions); store failures become an outcome.
+   */
+  async check(req: Req): Promise<Outcome> {
+    const o = this.#o;
+    if (o.skip && (await o.skip(req))) return NOTHING;
+    const view = this.#view(req);
+    const custom = o.keyGenerator ? await o.keyGenerator(req) : undefined;
+    const user = o.user?.(req);
+    const ip = this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
+    const peer: Peer = {
+      ip,
+      ipKey: ip === undefined ? 'unknown' : this.#ip.group(ip),
+      apiKey: readApiKey(view.headers, this.#apiKeyHeader),
+    };
+    const provisional = identify(peer, this.#ruleSet(), custom);
+    const allowFn = typeof o.allowList === 'function' && (await o.allowList(req, provisional.client));
+    const denyFn = typeof o.denyList === 'function' && (await o.denyList(req, provisional.client));
+    const cost = this.#cost(req);
+
+    // From here to consume() nothing awaits, so a plans reload cannot swap policies underneath.
+    const set = this.#ruleSet();
+    const ids = identify(peer, set, custom);
+    if (denyFn || set.deny.has(ids) || this.#deny.has(ids)) return this.#forbidden();
+    if (allowFn || set.allow.has(ids) || this.#allow.has(ids)) return NOTHING;
+    let plan: Plan;
+    let decision: Decision | undefined;
+    try {
+      plan = this.#plan(req, view, set, ids, user, cost);
+      if (plan.enforced.length > 0) decision = await o.limiter.consume(plan.enforced.map((r) => r.check));
+    } catch (err) {
+      // A failing store, a `by` function that threw, or a policy removed from the limiter while a
+      // rule still names it: the same answer as a store failure, never a 500.
+      this.#report(err, req);
+      return o.passOnStoreError ? NOTHING : this.#unavailable();
+    }
+    if (plan.results.length === 0) return NOTHING;
+    plan.enforced.forEach((r, i) => {
+      r.result.decision = decision?.checks?.[i];
+    });
+    if (plan.shadow.length > 0 && decision?.allowed !== false) {
+      try {
+        // All-or-nothing among shadow rules too: what enforcing them would have counted.
+        const d = await o.limiter.consume(plan.shadow.map((r) => r.check));
+        plan.shadow.forEach((r, i) => {
+          r.result.decision = d.checks?.[i];
+        });
+      } catch (err) {
+        this.#report(err, req);
+      }
+    }
+    return this.#outcome(req, view, ids, plan.results, plan.windows);
+  }
+
+  /** The rules this request meets, as limiter checks split into enforced and shadow. */
+  #plan(
+    req: Req,
+    view: RequestView,
+    set: RuleSet<Req>,
+    ids: Identity,
+    user: string | undefined,
+    cost: number | undefined,
+  ): Plan {
+    const planRules = ids.plan === undefined ? [] : (set.plans.get(ids.plan) ?? []);
+    const paths = new SplitPaths([view.routePattern, view.path]);
+    const routeCost = set.costs.match(view.method, paths)?.value ?? 1;
+    const plan: Plan = { results: [], enforced: [], shadow: [], windows: new Map() };
+    const route = `${view.method} ${view.routePattern ?? normalizePath(view.path)}`;
+    for (const rule of [...set.rules, ...planRules]) {
+      const routeMatch = rule.routes?.match(view.method, paths);
+      if (rule.routes && !routeMatch) continue;
+      const key = buildKey(
+        rule.by.map((part, i) => this.#part(part, i, req, ids, user, routeMatch?.pattern ?? route)),
+      );
+      const result: RuleResult = {
+        name: rule.name,
+        policy: rule.policy,
+        key,
+        cost: rule.weighted ? (cost ?? routeCost) : 1,
+        enforced: isEnforced(rule, ids.client),
+        decision: undefined,
+      };
+      plan.windows.set(result, this.#o.limiter.describe(rule.policy).windowSeconds);
+      plan.results.push(result);
+      (result.enforced ? plan.enforced : plan.shadow).push({
+        result,
+        check: { policy: rule.policy, key, cost: result.cost },
+      });
+    }
+    return plan;
+  }
+
+  #outcome(
+    req: Req,
+    view: RequestView,
+    ids: Identity,
+    results: RuleResult[],
+    windows: Map<RuleResult, number>,
+  ): Outcome {
+    const o = this.#o;
+    const now = this.#now();
+    const enforced = results.filter((r) => r.enforced && r.decision);
+    const refused = enforced.some((r) => !r.decision!.allowed);
+    const shadowExceeded = results
+      .filter((r) => !r.enforced && r.decision?.allowed === false)
+      .map((r) => r.name);
+    const states = enforced.map((r) => state(r, windows.get(r)!));
+    const retryAfter = refused ? retryAfterSeconds(states) : undefined;
+    if (retryAfter !== undefined) {
+      // t of a rule that did not refuse never points past Retry-After: by then it has refilled some.
+      for (const s of states) if (!s.violated && s.resetSeconds! > retryAfter) s.resetSeconds = retryAfter;
+    }
+    const primaryResult = primary(enforced) ?? primary(results.filter((r) => r.decision));
+    if (primaryResult === undefined) return NOTHING;
+    const d = primaryResult.decision!;
+    const info: RateLimitInfo = {
+      allowed: !refused,
+      key: ids.client,
+      plan: ids.plan,
+      policy: primaryResult.name,
+      limit: d.limit,
+      used: Math.max(0, d.limit - d.remaining),
+      remaining: d.remaining,
+      resetTime: new Date(now + d.resetMs),
+      retryAfterMs: d.retryAfterMs,
+      rules: results,
+      shadowExceeded,
+    };
+    const headerOptions: HeaderOptions = {
+      standard: o.standardHeaders ?? 'draft-10',
+      legacy: o.legacyHeaders ?? false,
+      hideRemaining: this.#hide?.(req, view) ?? false,
+      now,
+    };
+    const primaryState = states[enforced.indexOf(primaryResult)];
+    const headers = primaryState ? rateLimitHeaders(states, primaryState, headerOptions) : [];
+    if (shadowExceeded.length > 0) this.#call(o.onShadowExceeded, req, info);
+    if (!refused) {
+      if (enforced.length > 0) this.#call(o.onExceeding, req, info);
+      return { action: 'next', headers, info };
+    }
+    this.#call(o.onExceeded, req, info);
+    if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
+    const violated = states.filter((s) => s.violated).map((s) => s.name);
+    const status = o.statusCode ?? 429;
+    const message =
+      typeof o.message === 'function'
+        ? o.message(req, info)
+        : (o.message ?? refusalMessage(violated, retryAfter));
+    const body = refusalBody(o.responseFormat ?? 'json', status, message, violated, retryAfter);
+    return { action: 'refuse', reason: 'limited', status, headers, info, retryAfter, ...body };
+  }
+
+  #ruleSet(): RuleSet<Req> {
+    return this.#static ?? (this.#o.plans!.ruleSet() as RuleSet<Req>);
+  }
+
+  #part(
+    part: KeyPart<Req>,
+    index: number,
+    req: Req,
+    ids: Identity,
+    user: string | undefined,
+    route: string,
+  ): [string, string] {
+    const byIp: [string, string] = ['ip', ids.ipKey];
+    switch (part) {
+      case 'client':
+        return ['client', ids.client];
+      case 'apiKey':
+        return ids.apiKey === undefined ? byIp : ['apiKey', ids.apiKey];
+      case 'user':
+        return typeof user === 'string' && user.length > 0 ? ['user', user] : byIp;
+      case 'ip':
+        return byIp;
+      case 'route':
+        return ['route', route];
+      case 'global':
+        return ['global', '*'];
+      default: {
+        const value = part(req);
+        return typeof value === 'string' ? [`fn${index}`, value] : byIp;
+      }
+    }
+  }
+
+  #cost(req: Req): number | undefined {
+    const cost = this.#o.cost;
+    if (cost === undefined || typeof cost === 'number') return cost;
+    const value = cost(req);
+    if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+    this.#report(
+      new ConfigError('cost', `expected the cost function to return a positive number, got ${String(value)}`),
+      req,
+    );
+    return 1;
+  }
+
+  #forbidden(): Outcome {
+    return {
+      action: 'refuse',
+      reason: 'denied',
+      status: 403,
+      headers: [],
+      info: undefined,
+      retryAfter: undefined,
+      ...forbiddenBody(),
+    };
+  }
+
+  #unavailable(): Outcome {
+    return {
+      action: 'refuse',
+      reason: 'unavailable',
+      status: 503,
+      headers: [['Retry-After', '1']],
+      info: undefined,
+      retryAfter: 1,
+      ...unavailableBody(),
+    };
+  }
+
+  #call(fn: ((req: Req, info: RateLimitInfo) => void) | undefined, req: Req, info: RateLimitInfo): void {
+    if (!fn) return;
+    try {
+      fn(req, info);
+    } catch (err) {
+      this.#report(err, req);
+    }
+  }
+
+  #report(err: unknown, req: Req): void {
+    if (this.#o.onError) this.#o.onError(err, req);
+    else
+      process.emitWarning(err instanceof Error ? err : new Error(String(err)), { code: 'TOKENLEASE_HTTP' });
+  }
+}
+
+/** Who the request is from, under one rule set (which decides whether its API key is listed). */
+function identify(
+  peer: Peer,
+  set: Pick<RuleSet<unknown>, 'keys' | 'defaultPlan'>,
+  custom: string | undefined,
+): Identity {
+  const listed = peer.apiKey !== undefined ? set.keys.get(peer.apiKey) : undefined;
+  const client =
+    typeof custom === 'string' ? custom : listed !== undefined ? `apiKey=${peer.apiKey}` : `ip=${peer.ipKey}`;
+  return { apiKey: peer.apiKey, ip: peer.ip, ipKey: peer.ipKey, client, plan: listed ?? set.defaultPlan };
+}
+
+function hasPolicy(limiter: Limiter, policy: string): boolean {
+  try {
+    limiter.describe(policy);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function state(r: RuleResult, windowSeconds: number): RuleState {
+  const d = r.decision!;
+  const violated = !d.allowed;
+  const ms = violated ? d.retryAfterMs : d.resetMs;
+  return {
+    name: r.name,
+    key: r.key,
+    limit: d.limit,
+    windowSeconds,
+    remaining: violated ? 0 : d.remaining,
+    resetSeconds: Number.isFinite(ms) ? Math.ceil(ms / 1000) : undefined,
+    violated,
+  };
+}
+
+/** The rule single-limit headers report: the refusing one that frees up last, else the one closest to its limit. */
+function primary(results: readonly RuleResult[]): RuleResult | undefined {
+  const refused = results.filter((r) => !r.decision!.allowed);
+  if (refused.length > 0) {
+    return refused.reduce((a, b) => (b.decision!.retryAfterMs > a.decision!.retryAfterMs ? b : a));
+  }
+  let best: RuleResult | undefined;
+  for (const r of results) {
+    const d = r.decision!;
+    if (!best || d.remaining / d.limit < best.decision!.remaining / best.decision!.limit) best = r;
+  }
+  return best;
+}
+
+function compileHide<Req>(
+  hide: RateLimitOptions<Req>['hideRemaining'],
+): ((req: Req, view: RequestView) => boolean) | undefined {
+  if (hide === undefined || hide === false) return undefined;
+  if (hide === true) return () => true;
+  if (typeof hide === 'function') return (req) => hide(req);
+  if (!Array.isArray(hide)) {
+    throw new ConfigError('hideRemaining', 'expected true, false, a list of route patterns or a function');
+  }
+  const table = new RouteTable(
+    hide.map((p) => [p, true] as const),
+    'hideRemaining',
+  );
+  return (_req, view) => table.match(view.method, [view.routePattern, view.path]) !== undefined;
+}

@@ -1,0 +1,170 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import { ConfigError } from '../errors.js';
+import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
+import type { Refusal } from './node.js';
+import { pathOf, type RequestView } from './request.js';
+
+export type { RateLimitInfo } from './core.js';
+export type { Refusal } from './node.js';
+
+/** The hooks the check can run in (all take `(request, reply)`). */
+export type RateLimitHook = 'onRequest' | 'preValidation' | 'preHandler';
+
+/** What `errorResponseBuilder` gets, shaped like @fastify/rate-limit's context. */
+export interface ErrorResponseContext {
+  statusCode: number;
+  ban: false;
+  /** `'3 seconds'`: when to retry, in words. */
+  after: string;
+  /** The limit of the rule that refused. */
+  max: number;
+  /** Milliseconds until the request can pass. */
+  ttl: number;
+  refusal: Refusal;
+}
+
+interface FastifyOptions
+  extends Omit<
+    RateLimitOptions<FastifyRequest>,
+    'onExceeding' | 'onExceeded' | 'onShadowExceeded' | 'allowList'
+  > {
+  /**
+   * Hook the check runs in; `onRequest` refuses before the body is read.
+   * @default 'onRequest'
+   */
+  hook?: RateLimitHook;
+  /** Clients never limited: keys/IPs/CIDRs, or a function of (request, client key). */
+  allowList?: readonly string[] | ((req: FastifyRequest, key: string) => boolean | Promise<boolean>);
+  /** The body of a refusal (sent with the refusal's status). @default JSON `{"error":"rate_limited",…}` */
+  errorResponseBuilder?: (req: FastifyRequest, context: ErrorResponseContext) => unknown;
+  /** Alias of `passOnStoreError`, as @fastify/rate-limit names it. @default false */
+  skipOnError?: boolean;
+  /** Called for each request within the limits. */
+  onExceeding?: (req: FastifyRequest, key: string, info: RateLimitInfo) => void;
+  /** Called for each refused request. */
+  onExceeded?: (req: FastifyRequest, key: string, info: RateLimitInfo) => void;
+  /** Called when a shadow rule would have refused. */
+  onShadowExceeded?: (req: FastifyRequest, key: string, info: RateLimitInfo) => void;
+}
+
+export interface FastifyRateLimitOptions extends FastifyOptions {
+  /**
+   * Limit every route; with `false`, only routes with `config.rateLimit` are limited.
+   * @default true
+   */
+  global?: boolean;
+}
+
+/** `config: { rateLimit }` of a route: overrides of the plugin options, or `false` for none. */
+export type RouteRateLimit = Partial<FastifyOptions>;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    rateLimit?: RouteRateLimit | false;
+  }
+  interface FastifyRequest {
+    /** Set by tokenlease's rate-limit plugin on limited routes. */
+    rateLimit: RateLimitInfo | undefined;
+  }
+}
+
+const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandler'];
+
+/**
+ * Fastify 5 plugin. Register it before the routes: it hooks each route as it is added, so routes
+ * added earlier and the not-found handler are not limited. Per route, `config: { rateLimit: false }`
+ * turns it off and `config: { rateLimit: { … } }` overrides options (rules, cost, hook, …).
+ *
+ * ```ts
+ * await app.register(rateLimitPlugin, { limiter, rules: [{ policy: 'per-client' }] });
+ * app.post('/reports', { config: { rateLimit: { cost: 20 } } }, handler);
+ * ```
+ */
+const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
+  if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  const global = options.global ?? true;
+  fastify.addHook('onRoute', (route) => {
+    const config = route.config?.rateLimit;
+    if (config === false || (config === undefined && !global)) return;
+    if (config !== undefined && (typeof config !== 'object' || config === null)) {
+      throw new ConfigError(
+        `config.rateLimit of ${route.method} ${route.url}`,
+        'expected rate-limit options or false',
+      );
+    }
+    const { global: _ignored, ...base } = options;
+    const merged: FastifyOptions = { ...base, ...config };
+    const hook = merged.hook ?? 'onRequest';
+    if (!HOOKS.includes(hook)) {
+      throw new ConfigError(
+        'hook',
+        `expected one of ${HOOKS.map((h) => `'${h}'`).join(', ')}, got ${JSON.stringify(hook)}`,
+      );
+    }
+    const handler = routeHandler(merged);
+    const existing = route[hook] as onRequestHookHandler | onRequestHookHandler[] | undefined;
+    (route as unknown as Record<string, unknown>)[hook] = [
+      ...(existing === undefined ? [] : [existing].flat()),
+      handler,
+    ];
+  });
+};
+
+function routeHandler(o: FastifyOptions): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+  const withKey = (fn: ((req: FastifyRequest, key: string, info: RateLimitInfo) => void) | undefined) =>
+    fn && ((req: FastifyRequest, info: RateLimitInfo) => fn(req, info.key, info));
+  const core = new RateLimitCore<FastifyRequest>(
+    {
+      ...o,
+      passOnStoreError: o.passOnStoreError ?? o.skipOnError,
+      onExceeding: withKey(o.onExceeding),
+      onExceeded: withKey(o.onExceeded),
+      onShadowExceeded: withKey(o.onShadowExceeded),
+    },
+    fastifyView,
+  );
+  return async (request, reply) => {
+    const outcome = await core.check(request);
+    request.rateLimit = outcome.info;
+    for (const [name, value] of outcome.headers) reply.header(name, value);
+    if (outcome.action === 'next') return;
+    reply.code(outcome.status);
+    if (o.errorResponseBuilder) {
+      const context: ErrorResponseContext = {
+        statusCode: outcome.status,
+        ban: false,
+        after:
+          outcome.retryAfter === undefined
+            ? 'never'
+            : `${outcome.retryAfter} second${outcome.retryAfter === 1 ? '' : 's'}`,
+        max: outcome.info?.limit ?? 0,
+        ttl: outcome.info?.retryAfterMs ?? 0,
+        refusal: outcome,
+      };
+      reply.send(o.errorResponseBuilder(request, context));
+    } else {
+      reply.type(outcome.contentType).send(JSON.stringify(outcome.body));
+    }
+    return reply;
+  };
+}
+
+/** What the limiter reads from a Fastify request; the route pattern comes from the router. */
+export function fastifyView(request: FastifyRequest): RequestView {
+  return {
+    method: request.method,
+    path: pathOf(request.url),
+    routePattern: request.routeOptions.url,
+    headers: request.headers,
+    remoteAddress: request.socket.remoteAddress,
+  };
+}
+
+// What fastify-plugin would set, without the dependency: hooks apply outside the plugin's scope.
+Object.assign(plugin, {
+  [Symbol.for('skip-override')]: true,
+  [Symbol.for('fastify.display-name')]: 'tokenlease-rate-limit',
+});
+
+export { plugin as rateLimitPlugin };
+export default plugin;

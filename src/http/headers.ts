@@ -1,0 +1,132 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Which `RateLimit` header syntax to send:
+ * - `'draft-10'`: draft-ietf-httpapi-ratelimit-headers-10, every rule listed by name:
+ *   `RateLimit-Policy: "per-key";q=100;w=1, "daily";q=1000000;w=86400` and
+ *   `RateLimit: "per-key";r=42;t=1, "daily";r=999958;t=4`.
+ * - `'draft-8'`, `'draft-7'`, `'draft-6'`: the forms express-rate-limit sends under those names
+ *   (draft-7 and draft-6 carry one limit: the rule closest to refusing).
+ */
+export type StandardHeaders = 'draft-10' | 'draft-8' | 'draft-7' | 'draft-6';
+
+/** One rule of a request as the headers show it. */
+export interface RuleState {
+  /** The policy name clients see. */
+  name: string;
+  /** The limiter key (hashed into draft-8's partition key; never sent as is). */
+  key: string;
+  limit: number;
+  windowSeconds: number;
+  remaining: number;
+  /**
+   * Whole seconds until more quota is available (`t`); on a refused request, until this request
+   * fits. Undefined when it never will (the request costs more than the limit).
+   */
+  resetSeconds: number | undefined;
+  /** This rule refused the request. */
+  violated: boolean;
+}
+
+export interface HeaderOptions {
+  standard: StandardHeaders | false;
+  legacy: boolean;
+  /** Leave out what is left (public routes); limits, windows and reset times stay. */
+  hideRemaining: boolean;
+  /** Clock in ms, for the legacy header's absolute reset time. */
+  now: number;
+}
+
+type Header = [name: string, value: string];
+
+/**
+ * The rate-limit headers for the rules of one request. `primary` is the rule single-limit forms
+ * report: the one that refused, or else the one closest to refusing.
+ */
+export function rateLimitHeaders(
+  states: readonly RuleState[],
+  primary: RuleState,
+  o: HeaderOptions,
+): Header[] {
+  const out: Header[] = [];
+  const refused = states.some((s) => s.violated);
+  // With remaining hidden, a refused request still names the rules that refused: r=0 reveals nothing.
+  const shown = o.hideRemaining ? (refused ? states.filter((s) => s.violated) : []) : states;
+  switch (o.standard) {
+    case 'draft-10':
+      out.push([
+        'RateLimit-Policy',
+        states.map((s) => `${sfString(s.name)};q=${q(s)};w=${s.windowSeconds}`).join(', '),
+      ]);
+      if (shown.length > 0)
+        out.push(['RateLimit', shown.map((s) => `${sfString(s.name)};${serviceLimit(s)}`).join(', ')]);
+      break;
+    case 'draft-8':
+      out.push([
+        'RateLimit-Policy',
+        states
+          .map((s) => `${sfString(s.name)}; q=${q(s)}; w=${s.windowSeconds}; pk=:${partitionKey(s.key)}:`)
+          .join(', '),
+      ]);
+      if (shown.length > 0) {
+        out.push(['RateLimit', shown.map((s) => `${sfString(s.name)}; ${serviceLimit(s, '; ')}`).join(', ')]);
+      }
+      break;
+    case 'draft-7':
+      out.push(['RateLimit-Policy', states.map((s) => `${q(s)};w=${s.windowSeconds}`).join(', ')]);
+      if (shown.includes(primary)) {
+        out.push(['RateLimit', `limit=${q(primary)}, remaining=${r(primary)}, reset=${reset(primary)}`]);
+      }
+      break;
+    case 'draft-6':
+      out.push(['RateLimit-Policy', states.map((s) => `${q(s)};w=${s.windowSeconds}`).join(', ')]);
+      out.push(['RateLimit-Limit', String(q(primary))]);
+      if (shown.includes(primary)) out.push(['RateLimit-Remaining', String(r(primary))]);
+      if (primary.resetSeconds !== undefined) out.push(['RateLimit-Reset', String(primary.resetSeconds)]);
+      break;
+    case false:
+      break;
+  }
+  if (o.legacy) {
+    out.push(['X-RateLimit-Limit', String(q(primary))]);
+    if (shown.includes(primary)) out.push(['X-RateLimit-Remaining', String(r(primary))]);
+    if (primary.resetSeconds !== undefined) {
+      out.push(['X-RateLimit-Reset', String(Math.ceil(o.now / 1000) + primary.resetSeconds)]);
+    }
+  }
+  return out;
+}
+
+/**
+ * `Retry-After` for a refused request: the latest time any refusing rule frees up, in whole seconds
+ * rounded up, so it is never earlier than a `t` in the `RateLimit` header. Undefined when the
+ * request can never pass.
+ */
+export function retryAfterSeconds(states: readonly RuleState[]): number | undefined {
+  let latest = 1;
+  for (const s of states) {
+    if (!s.violated) continue;
+    if (s.resetSeconds === undefined) return undefined;
+    latest = Math.max(latest, s.resetSeconds);
+  }
+  return latest;
+}
+
+function serviceLimit(s: RuleState, separator = ';'): string {
+  return s.resetSeconds === undefined ? `r=${r(s)}` : `r=${r(s)}${separator}t=${s.resetSeconds}`;
+}
+
+const q = (s: RuleState) => Math.floor(s.limit);
+const r = (s: RuleState) => Math.max(0, Math.floor(s.remaining));
+const reset = (s: RuleState) => s.resetSeconds ?? s.windowSeconds;
+
+/** A Structured Field string (RFC 8941): printable ASCII with `"` and `\` escaped. */
+function sfString(value: string): string {
+  return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/** Draft-8's partition key as express-rate-limit derives it: never the raw client key. */
+function partitionKey(key: string): string {
+  const hex = createHash('sha256').update(key).digest('hex').slice(0, 12);
+  return Buffer.from(hex).toString('base64');
+}

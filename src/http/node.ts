@@ -1,0 +1,71 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type Outcome, RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
+import { pathOf, type RequestView } from './request.js';
+
+/** A refused request as handed to a custom `handler`: status, body and why. Headers are already set. */
+export type Refusal = Extract<Outcome, { action: 'refuse' }>;
+
+export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> {
+  /**
+   * Sends the refusal instead of the default JSON body (the rate-limit headers and `Retry-After`
+   * are already on `res`).
+   * @default writes `refusal.status`, `refusal.contentType` and `refusal.body` as JSON
+   */
+  handler?: (req: IncomingMessage, res: ServerResponse, refusal: Refusal) => void;
+  /**
+   * The decision is put on `req[requestPropertyName]`.
+   * @default 'rateLimit'
+   */
+  requestPropertyName?: string;
+}
+
+/** Resolves true when the request may go on, false when a refusal was sent. */
+export type NodeRateLimit = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+/**
+ * Rate limiting for any `(req, res)` server:
+ *
+ * ```ts
+ * const limit = rateLimit({ limiter, rules: [{ policy: 'per-client' }] });
+ * http.createServer(async (req, res) => {
+ *   if (!(await limit(req, res))) return;
+ *   res.end('hello');
+ * });
+ * ```
+ */
+export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
+  const core = new RateLimitCore(options, nodeView);
+  const property = options.requestPropertyName ?? 'rateLimit';
+  return async (req, res) => {
+    const outcome = await core.check(req);
+    (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
+    if (!res.headersSent) for (const [name, value] of outcome.headers) res.setHeader(name, value);
+    if (outcome.action === 'next') return true;
+    if (options.handler) options.handler(req, res, outcome);
+    else sendRefusal(res, outcome);
+    return false;
+  };
+}
+
+/** What the limiter reads from a plain Node request. */
+export function nodeView(req: IncomingMessage): RequestView {
+  return {
+    method: req.method ?? 'GET',
+    path: pathOf(req.url),
+    headers: req.headers,
+    remoteAddress: req.socket.remoteAddress,
+  };
+}
+
+/** Writes a refusal's status and JSON body (headers are set by the caller). */
+export function sendRefusal(res: ServerResponse, refusal: Refusal): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify(refusal.body);
+  res.statusCode = refusal.status;
+  res.setHeader('Content-Type', refusal.contentType);
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.end(body);
+}

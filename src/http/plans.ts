@@ -1,0 +1,418 @@
+import { createHash } from 'node:crypto';
+import { type FSWatcher, readFileSync, unwatchFile, watch, watchFile } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import { ConfigError, TokenleaseError } from '../errors.js';
+import type { Limiter } from '../limiter.js';
+import { compilePolicy, type PolicyConfig } from '../policy.js';
+import { ClientList, type CompiledRule, compileCosts, compileRule, type RuleSet } from './rules.js';
+
+/**
+ * A plans file that does not parse or validate. The message names the file, line and column and
+ * the field (`plans.yaml:12:14: Invalid \`plans.pro.rules.per-key.rate\`: expected …`).
+ */
+export class PlansError extends TokenleaseError {
+  readonly source: string;
+  /** 1-based; undefined when the problem has no place in the file (e.g. it cannot be read). */
+  readonly line: number | undefined;
+  readonly column: number | undefined;
+
+  constructor(
+    source: string,
+    message: string,
+    options: { field?: string; line?: number; column?: number; cause?: unknown } = {},
+  ) {
+    const where = options.line === undefined ? source : `${source}:${options.line}:${options.column ?? 1}`;
+    const what = options.field === undefined ? message : `Invalid \`${options.field}\`: ${message}`;
+    super('ERR_TOKENLEASE_PLANS', `${where}: ${what}`, { field: options.field, cause: options.cause });
+    this.source = source;
+    this.line = options.line;
+    this.column = options.column;
+  }
+}
+
+/** Fields of a rule in a plans file that are about HTTP; the rest describe the limiter policy. */
+const HTTP_FIELDS = ['by', 'routes', 'weighted', 'shadow', 'enforce'];
+/** Policy fields checked for typos; other algorithms' fields pass to `compilePolicy` unchecked. */
+const POLICY_FIELDS: Record<string, readonly string[]> = {
+  'token-bucket': ['algorithm', 'rate', 'period', 'burst', 'lease'],
+};
+const TOP_FIELDS = ['defaultPlan', 'rules', 'plans', 'keys', 'costs', 'allow', 'deny'];
+const PLAN_FIELDS = ['rules'];
+const API_KEY = /^[\x21-\x7e]{1,256}$/;
+
+type Path = readonly (string | number)[];
+
+/** What reloading changed, by limiter policy name (`<plan>/<rule>`, or `*\/<rule>` for `rules`). */
+export interface PlansChange {
+  added: string[];
+  changed: string[];
+  removed: string[];
+}
+
+export interface WatchOptions {
+  /** Receives the new policies (`limiter.setPolicies`) before requests see the new rules. */
+  limiter: Limiter;
+  /**
+   * Waits this long after the last change event before reading, so a file written in pieces is
+   * read once, whole.
+   * @default 100
+   */
+  debounceMs?: number;
+  /**
+   * Polls the file's mtime at this interval instead of `fs.watch` (for file systems without
+   * change events, e.g. some network mounts).
+   * @default undefined (fs.watch on the file's directory, which survives editors that save by rename)
+   */
+  pollIntervalMs?: number;
+  /** A new config is live. */
+  onReload?: (change: PlansChange) => void;
+  /** A new file was rejected; the previous config keeps running. @default process.emitWarning */
+  onError?: (error: PlansError) => void;
+}
+
+interface Compiled {
+  readonly digest: string;
+  readonly policies: Record<string, PolicyConfig>;
+  readonly ruleSet: RuleSet<unknown>;
+}
+
+/**
+ * Plans (tariffs) from a YAML or JSON file: rules per plan, API keys to plans, route costs and
+ * allow/deny lists. `watch()` reloads it on change without a restart; a bad file is reported and
+ * the previous config keeps running.
+ *
+ * ```yaml
+ * defaultPlan: free              # requests without a listed API key (counted by IP)
+ * rules:                          # every request, whatever its plan
+ *   per-ip: { rate: 50, by: ip }
+ * plans:
+ *   free: { rules: { per-key: { rate: 5, burst: 10 } } }
+ *   pro:
+ *     rules:
+ *       per-key: { rate: 100 }
+ *       daily: { rate: 1000000, period: 1d, weighted: false, shadow: true }
+ * keys: { k_live_42: pro }
+ * costs: { "POST /reports": 20 }
+ * allow: [k_monitoring, 10.0.0.0/8]
+ * deny: [k_leaked]
+ * ```
+ */
+export class Plans {
+  readonly source: string;
+  #compiled: Compiled;
+  #watcher: FSWatcher | undefined;
+  #poller: (() => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #watch: WatchOptions | undefined;
+
+  private constructor(source: string, compiled: Compiled) {
+    this.source = source;
+    this.#compiled = compiled;
+  }
+
+  /** Reads and validates a plans file; throws `PlansError` naming the line and field. */
+  static fromFile(path: string): Plans {
+    const source = resolve(path);
+    return new Plans(source, compileFile(source));
+  }
+
+  /** Validates plans given as text (YAML or JSON); `source` names it in errors. */
+  static parse(text: string, source = '<plans>'): Plans {
+    return new Plans(source, compilePlans(text, source));
+  }
+
+  /** The limiter policies the plans define: pass them to `new Limiter({ policies })`. */
+  get policies(): Record<string, PolicyConfig> {
+    return this.#compiled.policies;
+  }
+
+  /** The rules now in force (read per request by the middleware). */
+  ruleSet(): RuleSet<unknown> {
+    return this.#compiled.ruleSet;
+  }
+
+  /** Starts watching the file. Returns `this`; stop with `close()`. */
+  watch(options: WatchOptions): this {
+    if (typeof options?.limiter?.setPolicies !== 'function') {
+      throw new ConfigError('limiter', 'expected the tokenlease Limiter that uses these plans');
+    }
+    const debounce = options.debounceMs ?? 100;
+    if (!(debounce >= 0 && Number.isFinite(debounce))) {
+      throw new ConfigError('debounceMs', `expected a number of ms >= 0, got ${String(debounce)}`);
+    }
+    this.close();
+    this.#watch = options;
+    const schedule = () => {
+      clearTimeout(this.#timer);
+      this.#timer = setTimeout(() => this.reload(), debounce);
+    };
+    if (options.pollIntervalMs !== undefined) {
+      const interval = options.pollIntervalMs;
+      if (!(interval > 0 && Number.isFinite(interval))) {
+        throw new ConfigError('pollIntervalMs', `expected a number of ms > 0, got ${String(interval)}`);
+      }
+      watchFile(this.source, { interval, persistent: false }, schedule);
+      this.#poller = schedule;
+    } else {
+      const file = basename(this.source);
+      this.#watcher = watch(dirname(this.source), { persistent: false }, (_event, name) => {
+        if (name === null || name === file) schedule();
+      });
+      this.#watcher.on('error', (err) =>
+        this.#fail(new PlansError(this.source, `watching failed: ${err.message}`, { cause: err })),
+      );
+    }
+    return this;
+  }
+
+  /**
+   * Reads the file now and applies it if it changed and is valid. Returns whether a new config went
+   * live; a rejected file is reported to `onError` and changes nothing.
+   */
+  reload(): boolean {
+    const options = this.#watch;
+    if (!options) throw new ConfigError('limiter', 'call watch({ limiter }) before reload()');
+    let next: Compiled;
+    try {
+      next = compileFile(this.source);
+    } catch (err) {
+      this.#fail(err);
+      return false;
+    }
+    if (next.digest === this.#compiled.digest) return false;
+    try {
+      options.limiter.setPolicies(next.policies);
+    } catch (err) {
+      this.#fail(err);
+      return false;
+    }
+    const change = diff(this.#compiled.policies, next.policies);
+    this.#compiled = next;
+    options.onReload?.(change);
+    return true;
+  }
+
+  /** Stops watching. Idempotent. */
+  close(): void {
+    clearTimeout(this.#timer);
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    if (this.#poller) unwatchFile(this.source, this.#poller);
+    this.#poller = undefined;
+  }
+
+  #fail(err: unknown): void {
+    const error =
+      err instanceof PlansError
+        ? err
+        : new PlansError(this.source, err instanceof Error ? err.message : String(err), { cause: err });
+    if (this.#watch?.onError) this.#watch.onError(error);
+    else process.emitWarning(error);
+  }
+}
+
+function compileFile(source: string): Compiled {
+  let text: string;
+  try {
+    text = readFileSync(source, 'utf8');
+  } catch (err) {
+    throw new PlansError(source, `cannot read the plans file: ${(err as Error).message}`, { cause: err });
+  }
+  return compilePlans(text, source);
+}
+
+function diff(before: Record<string, PolicyConfig>, after: Record<string, PolicyConfig>): PlansChange {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  return {
+    added: Object.keys(after).filter((k) => !(k in before)),
+    changed: Object.keys(after).filter((k) => k in before && !same(before[k], after[k])),
+    removed: Object.keys(before).filter((k) => !(k in after)),
+  };
+}
+
+/** Parses and validates plans text; every error names its line and column. */
+function compilePlans(text: string, source: string): Compiled {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
+  const syntax = doc.errors[0];
+  if (syntax) {
+    const pos = syntax.linePos?.[0];
+    throw new PlansError(source, `${syntax.message.split(' at line ')[0]} (${syntax.code})`, {
+      ...(pos && { line: pos.line, column: pos.col }),
+    });
+  }
+
+  /** Throws naming the place of `path` (its key when `at` is 'key', else its value). */
+  const fail = (path: Path, message: string, at: 'key' | 'value' = 'value'): never => {
+    const offset = offsetOf(doc.contents, path, at);
+    const pos = offset === undefined ? undefined : lines.linePos(offset);
+    throw new PlansError(source, message, {
+      field: fieldName(path),
+      ...(pos && { line: pos.line, column: pos.col }),
+    });
+  };
+  /** Re-throws a ConfigError from a compile function at the place its field suffix names. */
+  const at = <T>(path: Path, prefix: string, compile: () => T): T => {
+    try {
+      return compile();
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      const suffix = err.field?.startsWith(prefix) ? parseField(err.field.slice(prefix.length)) : [];
+      const reason = err.message.replace(/^Invalid `[^`]*`: /, '');
+      return fail([...path, ...suffix], reason);
+    }
+  };
+
+  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  const top = mapping(data, [], fail, 'the plans file');
+  unknownFields(top, TOP_FIELDS, [], fail);
+
+  const policies: Record<string, PolicyConfig> = {};
+  const compileRules = (raw: unknown, path: Path, prefix: string): CompiledRule<unknown>[] => {
+    const rules = mapping(raw, path, fail, 'rules: a mapping of rule names to rules');
+    return Object.entries(rules).map(([name, rule]) => {
+      const rulePath = [...path, name];
+      const r = mapping(rule, rulePath, fail, 'a rule like { rate: 100, period: 1s }');
+      const algorithm = r.algorithm ?? 'token-bucket';
+      const known = POLICY_FIELDS[String(algorithm)];
+      if (known) unknownFields(r, [...known, ...HTTP_FIELDS], rulePath, fail);
+      const policy = `${prefix}/${name}`;
+      const config: Record<string, unknown> = { algorithm };
+      for (const [k, v] of Object.entries(r)) if (!HTTP_FIELDS.includes(k)) config[k] = v;
+      at(rulePath, `policies.${policy}`, () => compilePolicy(policy, config));
+      policies[policy] = config as unknown as PolicyConfig;
+      const http = Object.fromEntries(HTTP_FIELDS.filter((k) => k in r).map((k) => [k, r[k]]));
+      return at(rulePath, 'rule', () => compileRule<unknown>({ ...http, policy, name }, 'rule'));
+    });
+  };
+
+  const globalRules = top.rules === undefined ? [] : compileRules(top.rules, ['rules'], '*');
+  const plans = new Map<string, CompiledRule<unknown>[]>();
+  const rawPlans =
+    top.plans === undefined
+      ? {}
+      : mapping(top.plans, ['plans'], fail, 'plans: a mapping of plan names to plans');
+  for (const [name, plan] of Object.entries(rawPlans)) {
+    if (name.includes('/') || name === '*')
+      fail(['plans', name], "plan names may not contain '/' or be '*'", 'key');
+    const p = mapping(plan, ['plans', name], fail, 'a plan like { rules: { per-key: { rate: 100 } } }');
+    unknownFields(p, PLAN_FIELDS, ['plans', name], fail);
+    plans.set(name, p.rules === undefined ? [] : compileRules(p.rules, ['plans', name, 'rules'], name));
+  }
+  if (Object.keys(policies).length === 0)
+    fail([], 'expected at least one rule under `rules` or `plans.<plan>.rules`');
+
+  const knownPlans = () => [...plans.keys()].map((p) => JSON.stringify(p)).join(', ') || 'none';
+  const keys = new Map<string, string>();
+  const rawKeys =
+    top.keys === undefined
+      ? {}
+      : mapping(top.keys, ['keys'], fail, 'keys: a mapping of API keys to plan names');
+  for (const [key, plan] of Object.entries(rawKeys)) {
+    if (!API_KEY.test(key))
+      fail(['keys', key], 'API keys are 1-256 printable ASCII characters without spaces', 'key');
+    if (typeof plan !== 'string' || !plans.has(plan)) {
+      fail(['keys', key], `unknown plan ${JSON.stringify(plan)}; known plans: ${knownPlans()}`);
+    }
+    keys.set(key, plan as string);
+  }
+  const defaultPlan = top.defaultPlan;
+  if (defaultPlan !== undefined && (typeof defaultPlan !== 'string' || !plans.has(defaultPlan))) {
+    fail(['defaultPlan'], `unknown plan ${JSON.stringify(defaultPlan)}; known plans: ${knownPlans()}`);
+  }
+
+  const ruleSet: RuleSet<unknown> = {
+    rules: globalRules,
+    plans,
+    keys,
+    defaultPlan: defaultPlan as string | undefined,
+    costs: at(['costs'], 'costs', () => compileCosts(top.costs, 'costs')),
+    allow: at(['allow'], 'allow', () => new ClientList(top.allow, 'allow')),
+    deny: at(['deny'], 'deny', () => new ClientList(top.deny, 'deny')),
+  };
+  return { digest: createHash('sha256').update(text).digest('hex'), policies, ruleSet };
+}
+
+function mapping(
+  value: unknown,
+  path: Path,
+  fail: (path: Path, message: string) => never,
+  expected: string,
+): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return fail(
+      path,
+      `expected ${expected}, got ${value === null ? 'nothing' : Array.isArray(value) ? 'a list' : JSON.stringify(value)}`,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+function unknownFields(
+  value: Record<string, unknown>,
+  known: readonly string[],
+  path: Path,
+  fail: (path: Path, message: string, at: 'key') => never,
+): void {
+  for (const key of Object.keys(value)) {
+    if (!known.includes(key)) {
+      fail(
+        [...path, key],
+        `unknown field; expected one of ${known.map((k) => `\`${k}\``).join(', ')}`,
+        'key',
+      );
+    }
+  }
+}
+
+/** `plans.pro.rules.per-key.rate`, with odd names quoted: `keys["k 1"]`. */
+function fieldName(path: Path): string {
+  if (path.length === 0) return '(file)';
+  return path
+    .map((p, i) => {
+      if (typeof p === 'number') return `[${p}]`;
+      if (/^[A-Za-z0-9_-]+$/.test(p)) return i === 0 ? p : `.${p}`;
+      return `[${JSON.stringify(p)}]`;
+    })
+    .join('');
+}
+
+/** `.lease.ttl`, `[2]`, `["POST /x"]` (the suffix of a ConfigError field) -> path segments. */
+function parseField(suffix: string): (string | number)[] {
+  const out: (string | number)[] = [];
+  for (const m of suffix.matchAll(/\.([^.[]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/g)) {
+    if (m[1] !== undefined) out.push(m[1]);
+    else if (m[2] !== undefined) out.push(Number(m[2]));
+    else if (m[3] !== undefined) out.push(JSON.parse(m[3]) as string);
+  }
+  return out;
+}
+
+/** Source offset of the node at `path`, or of its nearest ancestor that exists. */
+function offsetOf(root: unknown, path: Path, at: 'key' | 'value'): number | undefined {
+  let node = root as Node | null;
+  let offset = (node as { range?: [number] } | null)?.range?.[0];
+  for (const [i, segment] of path.entries()) {
+    const last = i === path.length - 1;
+    if (isMap(node)) {
+      const pair = node.items.find(
+        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(segment),
+      );
+      if (!pair) return offset;
+      const key = pair.key as Node;
+      const value = pair.value as Node | null;
+      if (last && at === 'key') return key.range?.[0] ?? offset;
+      node = value;
+      offset = value?.range?.[0] ?? key.range?.[0] ?? offset;
+    } else if (isSeq(node) && typeof segment === 'number') {
+      const item = node.items[segment] as Node | undefined;
+      if (!item) return offset;
+      node = item;
+      offset = item.range?.[0] ?? offset;
+    } else {
+      return offset;
+    }
+  }
+  return offset;
+}

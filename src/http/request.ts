@@ -1,0 +1,48 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/** What the limiter reads from a request, whatever the framework. Adapters build it. */
+export interface RequestView {
+  method: string;
+  /** Path without the query, as received (never percent-decoded, so bad escapes cannot throw). */
+  path: string;
+  /** The route pattern the framework matched (`/users/:id`), when it knows one. */
+  routePattern?: string | undefined;
+  headers: IncomingHttpHeaders;
+  /** The socket peer; undefined once the socket is gone. */
+  remoteAddress: string | undefined;
+}
+
+/** The path of a request target: origin-form (`/a?b`) or absolute-form (`http://host/a?b`). */
+export function pathOf(target: string | undefined): string {
+  let path = target ?? '/';
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(path);
+  if (scheme) path = path.slice(scheme[0].length);
+  const end = path.search(/[?#]/);
+  if (end >= 0) path = path.slice(0, end);
+  return path.startsWith('/') ? path : `/${path}`;
+}
+
+/** API keys are printable ASCII without spaces; anything else is treated as no key at all. */
+const API_KEY = /^[\x21-\x7e]{1,256}$/;
+
+/**
+ * The API key from `header`, or undefined when it is missing, repeated (Node joins repeats with
+ * `, `), longer than 256 characters or not printable ASCII.
+ */
+export function readApiKey(headers: IncomingHttpHeaders, header: string): string | undefined {
+  const value = headers[header];
+  return typeof value === 'string' && API_KEY.test(value) ? value : undefined;
+}
+
+/**
+ * The one function that builds a limiter key from named parts, e.g.
+ * `apiKey=k_123&route=POST /reports`. `%`, `&` and `=` in values are escaped, so different parts
+ * can never produce the same key.
+ */
+export function buildKey(parts: readonly (readonly [string, string])[]): string {
+  return parts.map(([name, value]) => `${name}=${escapePart(value)}`).join('&');
+}
+
+function escapePart(value: string): string {
+  return value.replace(/[%&=]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}

@@ -1,0 +1,98 @@
+import { ConfigError } from '../errors.js';
+
+/**
+ * Route patterns: an optional method, then a path whose segments are literals, `:name` (any one
+ * segment) or a final `*` (the rest, possibly empty). `GET /users/:id`, `POST /reports/*`, `/health`.
+ */
+interface Pattern<T> {
+  readonly pattern: string;
+  readonly method: string | undefined;
+  readonly segments: readonly string[];
+  readonly rest: boolean;
+  readonly value: T;
+  /** Higher wins: method given, more literal segments, no trailing `*`. */
+  readonly rank: number;
+}
+
+export interface RouteMatch<T> {
+  /** The pattern as written in the table; used as the `route` key part. */
+  pattern: string;
+  value: T;
+}
+
+const METHOD = /^[A-Z]+$/;
+
+/** A request's paths split into segments once, for matching against several tables. */
+export class SplitPaths {
+  readonly segments: readonly (readonly string[])[];
+
+  constructor(paths: readonly (string | undefined)[]) {
+    this.segments = paths.flatMap((p) => (p === undefined ? [] : [segmentsOf(p)]));
+  }
+}
+
+/** A table from route patterns to values, matched most-specific first. */
+export class RouteTable<T> {
+  readonly #patterns: Pattern<T>[];
+
+  constructor(entries: Iterable<readonly [string, T]>, field: string) {
+    this.#patterns = [...entries]
+      .map(([pattern, value]) => compile(pattern, value, `${field}[${JSON.stringify(pattern)}]`))
+      .sort((a, b) => b.rank - a.rank);
+  }
+
+  get size(): number {
+    return this.#patterns.length;
+  }
+
+  /** The most specific pattern matching `method` and any of `paths` (tried in order). */
+  match(method: string, paths: readonly (string | undefined)[] | SplitPaths): RouteMatch<T> | undefined {
+    if (this.#patterns.length === 0) return undefined;
+    const upper = method.toUpperCase();
+    const split = paths instanceof SplitPaths ? paths.segments : new SplitPaths(paths).segments;
+    for (const p of this.#patterns) {
+      if (p.method !== undefined && p.method !== upper) continue;
+      if (split.some((segments) => matches(p, segments))) return { pattern: p.pattern, value: p.value };
+    }
+    return undefined;
+  }
+}
+
+function compile<T>(pattern: string, value: T, field: string): Pattern<T> {
+  const text = String(pattern).trim();
+  const space = text.indexOf(' ');
+  const method = space > 0 ? text.slice(0, space).toUpperCase() : undefined;
+  const path = (space > 0 ? text.slice(space + 1) : text).trim();
+  if ((method !== undefined && !METHOD.test(method)) || !path.startsWith('/')) {
+    throw new ConfigError(field, "expected a route like '/path', 'GET /users/:id' or 'POST /reports/*'");
+  }
+  const segments = segmentsOf(path);
+  const rest = segments.at(-1) === '*';
+  if (rest) segments.pop();
+  if (segments.includes('*')) throw new ConfigError(field, "'*' is only allowed as the last segment");
+  const literals = segments.filter((s) => !s.startsWith(':')).length;
+  const rank = (method ? 1 : 0) + literals * 2 + (rest ? 0 : 1) + segments.length * 0.01;
+  return { pattern: text, method, segments, rest, value, rank };
+}
+
+function matches(p: Pattern<unknown>, segments: readonly string[]): boolean {
+  if (p.rest ? segments.length < p.segments.length : segments.length !== p.segments.length) return false;
+  return p.segments.every((s, i) => s.startsWith(':') || s === segments[i]);
+}
+
+/** The path as routing sees it (`//users//42/` -> `/users/42`), so variants share a `route` key. */
+export function normalizePath(path: string): string {
+  return `/${segmentsOf(path).join('/')}`;
+}
+
+/**
+ * Path segments after normalising what clients can vary without changing the route: repeated and
+ * trailing slashes, and percent-escapes of unreserved characters (`/r%65ports` is `/reports`).
+ */
+function segmentsOf(path: string): string[] {
+  const clean = path.replace(/%([0-9a-fA-F]{2})/g, (escaped, hex: string) => {
+    const c = String.fromCharCode(Number.parseInt(hex, 16));
+    return /[A-Za-z0-9\-._~]/.test(c) ? c : escaped;
+  });
+  return clean.split('/').filter((s) => s.length > 0);
+}
