@@ -58,7 +58,7 @@ const SHARE_TAU_MS = 5000;
  */
 export class Failover {
   readonly store: GuardedStore;
-  readonly expectedInstances: number;
+  readonly #expectedInstances: number;
   readonly stats = { fallbackDecisions: 0, tokensWrittenBack: 0, tokensNotWrittenBack: 0 };
   readonly #maxDebts: number;
   readonly #track: (work: Promise<unknown>) => void;
@@ -75,7 +75,7 @@ export class Failover {
     if (typeof options.breaker !== 'object' || options.breaker === null) {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
-    this.expectedInstances = n;
+    this.#expectedInstances = n;
     this.store = new GuardedStore(options.store, options.breaker, options.now, () => this.#afterSuccess());
     this.#maxDebts = options.maxDebts;
     this.#now = options.now;
@@ -197,7 +197,7 @@ export class Failover {
     const leasedPerMs = (s.leased * Math.exp(-Math.max(0, now - s.leasedAt) / SHARE_TAU_MS)) / SHARE_TAU_MS;
     const share = Math.min(
       1,
-      Math.max(1 / this.expectedInstances, leasedPerMs / (rule.rate / rule.periodMs)),
+      Math.max(1 / this.#expectedInstances, leasedPerMs / (rule.rate / rule.periodMs)),
     );
     // At least one token (or the whole burst if smaller), so a small limit is not shut off entirely.
     const burst = Math.max(rule.burst * share, Math.min(1, rule.burst));

@@ -74,6 +74,15 @@ export interface LimiterStats {
   keys: number;
   /** Decisions made by a rule's fail policy because the store failed or was suspended. */
   fallbackDecisions: number;
+  /** Of `storeCalls`, those the breaker refused without reaching the store. */
+  storeCallsSuspended: number;
+  /** Tokens admitted by fail policies and since written back to the store. */
+  tokensWrittenBack: number;
+  /**
+   * Tokens admitted by fail policies that were not written back: the write-back may have been
+   * applied but its reply was lost (it is never sent twice), or more than `maxKeys` keys owed some.
+   */
+  tokensNotWrittenBack: number;
   /** The circuit breaker in front of the store: the worst state over its shards (Cluster nodes). */
   breaker: BreakerState;
 }
@@ -262,7 +271,8 @@ export class Limiter {
     return {
       ...this.#stats,
       keys: this.#entries.size,
-      fallbackDecisions: this.#failover.stats.fallbackDecisions,
+      ...this.#failover.stats,
+      storeCallsSuspended: this.#failover.store.shortCircuited,
       breaker: this.#failover.store.state(),
     };
   }

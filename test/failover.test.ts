@@ -77,6 +77,8 @@ describe("fail policy 'local' (the default)", () => {
     // 1000 decisions over 2 s: 3 failures open the breaker, then one probe per 250 ms cool-down.
     expect(store.calls).toBeGreaterThanOrEqual(3);
     expect(store.calls).toBeLessThanOrEqual(3 + 2000 / 250);
+    const { storeCalls, storeCallsSuspended } = limiter.stats();
+    expect(storeCalls - storeCallsSuspended, 'the calls that reached the store').toBe(store.calls);
   });
 
   it('serves leases already held before falling back', async () => {
@@ -176,6 +178,7 @@ describe('write-back when the store answers again', () => {
     await limiter.close();
     expect(store.applied.get('token_bucket_debit')).toBe(1);
     expect(await level('p', 'k'), '100 - 25 admitted in the outage - 1 after it').toBe(74);
+    expect(limiter.stats()).toMatchObject({ tokensWrittenBack: 25, tokensNotWrittenBack: 0 });
   });
 
   it('never sends a write-back twice when its reply was lost (it may have been applied)', async () => {
@@ -183,6 +186,7 @@ describe('write-back when the store answers again', () => {
     await limiter.close();
     expect(store.applied.get('token_bucket_debit'), 'applied once, not re-sent').toBe(1);
     expect(await level('p', 'k')).toBe(74);
+    expect(limiter.stats()).toMatchObject({ tokensWrittenBack: 0, tokensNotWrittenBack: 25 });
   });
 });
 
