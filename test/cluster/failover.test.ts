@@ -107,7 +107,7 @@ describe('Redis Cluster faults', () => {
     const hotKey = prefix + storageKey('token-bucket', 'p', hot);
     const instances = await Promise.all(
       Array.from({ length: INSTANCES }, async () => {
-        const store = new RedisStore({ client: userCluster(), timeoutMs: 50, prefix });
+        const store = new RedisStore({ client: userCluster(), timeoutMs: 100, prefix });
         await store.ready();
         return { store, limiter: new Limiter({ store, policies, expectedInstances: EXPECTED }) };
       }),
@@ -156,9 +156,12 @@ describe('Redis Cluster faults', () => {
     await victim.kill();
     // The victim's replica takes over once the other masters agree it failed (cluster-node-timeout 2 s).
     let promoted: RedisProcess | undefined;
+    let stillDownAt = killedAt; // the last time the slot was seen on the dead master
     for (let i = 0; i < 150 && (!promoted || promoted === victim); i++) {
       await delay(100);
+      const asked = Date.now();
       promoted = await masterOf(hotKey, survivor).catch(() => undefined);
+      if (!promoted || promoted === victim) stillDownAt = asked;
     }
     const promotedAt = Date.now();
     expect(promoted, 'a replica was promoted').toBeDefined();
@@ -179,10 +182,13 @@ describe('Redis Cluster faults', () => {
 
     expect(samples.filter((s) => s.error !== undefined).map((s) => String(s.error))).toEqual([]);
     expect(resumed(), 'every instance leases from the promoted replica').toBe(true);
-    const outage = samples.filter((s) => s.at > killedAt + 100 && s.at < promotedAt);
+    const outage = samples.filter((s) => s.at > killedAt + 100 && s.at < stillDownAt);
     expect(outage.filter((s) => s.key === hot && s.decision?.source === 'store')).toEqual([]);
-    // Breakers are per Cluster node: a key on a healthy master never noticed.
-    expect(samples.filter((s) => s.key === cold && s.decision?.source === 'fallback').length).toBe(0);
+    // Breakers are per Cluster node: the breaker of a healthy master never opened (that would take
+    // 3 failures in a row and then decide a whole cool-down's requests by the fail policy). A
+    // single call may still time out on a loaded machine.
+    const coldFallbacks = samples.filter((s) => s.key === cold && s.decision?.source === 'fallback').length;
+    expect(coldFallbacks, 'keys on healthy masters keep leasing').toBeLessThan(3);
     for (let i = 0; i < INSTANCES; i++) {
       const admitted = samples.filter(
         (s) => s.instance === i && s.key === hot && s.decision?.source === 'fallback' && s.decision.allowed,
