@@ -13,7 +13,11 @@ import { Limiter, RedisStore } from '../src/index.js'; // in an application: fro
 
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 redis.on('error', (err) => console.error('redis:', err.message));
-const store = new RedisStore({ client: redis, prefix: process.env.KEY_PREFIX ?? 'tl:' });
+const store = new RedisStore({
+  client: redis,
+  prefix: process.env.KEY_PREFIX ?? 'tl:',
+  timeoutMs: Number(process.env.REDIS_TIMEOUT_MS ?? 50),
+});
 const limiter = new Limiter({
   store,
   policies: { daily: { algorithm: 'token-bucket', rate: 10_000, period: '1d', burst: 10_000 } },

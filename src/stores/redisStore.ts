@@ -61,6 +61,7 @@ const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0 } as c
 const RECONNECT_MAX_MS = 500;
 const reconnectDelay = (attempt: number) => Math.min(attempt * 50, RECONNECT_MAX_MS);
 const READY_ATTEMPTS = 20;
+const EVICTION_CHECK_ATTEMPTS = 3;
 
 function isCluster(client: Client): client is Cluster {
   return 'nodes' in client && typeof client.nodes === 'function';
@@ -156,8 +157,8 @@ export class RedisStore implements Store {
     this.#now = options.now;
     this.prefix = prefix;
     const warn = options.onWarning ?? console.warn;
-    if (client.status === 'ready') this.#checkEviction(warn);
-    else client.once('ready', () => this.#checkEviction(warn));
+    if (client.status === 'ready') void this.#checkEviction(warn);
+    else client.once('ready', () => void this.#checkEviction(warn));
   }
 
   /** The connection the store runs on: a safe duplicate of the client passed in, unless that one was safe. */
@@ -165,26 +166,31 @@ export class RedisStore implements Store {
     return this.#client;
   }
 
-  /** Warns when any master may evict limiter keys. A failed check is not worth a warning of its own. */
-  #checkEviction(warn: (message: string) => void): void {
-    const masters = isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
-    void Promise.all(
-      masters.map(async (node) => {
-        const info = await node.info('memory');
-        return /^maxmemory_policy:(\S+)/m.exec(info)?.[1];
-      }),
-    ).then(
-      (policies) => {
-        const bad = policies.find((p): p is string => p !== undefined && evicts(p));
-        if (bad === undefined) return;
+  /**
+   * Warns when any master may evict limiter keys. Best effort: a few attempts (the store's command
+   * timeout is tight and the process may be busy starting), then silence.
+   */
+  async #checkEviction(warn: (message: string) => void): Promise<void> {
+    for (let attempt = 1; attempt <= EVICTION_CHECK_ATTEMPTS; attempt++) {
+      if (this.#closed) return;
+      const masters = isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
+      const policies = await Promise.all(
+        masters.map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1]),
+      ).catch(() => undefined);
+      if (policies === undefined) {
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS).unref());
+        continue;
+      }
+      const bad = policies.find((p): p is string => p !== undefined && evicts(p));
+      if (bad !== undefined) {
         warn(
           `tokenlease: Redis maxmemory-policy is ${bad}: when memory is full Redis may evict limiter ` +
             'keys, which resets their buckets to full. Use maxmemory-policy noeviction (a full Redis ' +
             "then fails calls, and each rule's fail policy applies) and size maxmemory as the README says.",
         );
-      },
-      () => {},
-    );
+      }
+      return;
+    }
   }
 
   /**

@@ -20,7 +20,11 @@ async function commandCalls(node: Redis, command: string): Promise<number> {
 
 describe('RedisStore on a Redis Cluster', () => {
   it('runs every script on one slot, for any key, on a safe duplicate of the cluster client', async () => {
-    const store = new RedisStore({ client: clusterClient(), prefix: uniquePrefix('cluster') });
+    const store = new RedisStore({
+      client: clusterClient(),
+      prefix: uniquePrefix('cluster'),
+      timeoutMs: 1000,
+    });
     await store.ready();
     const options = store.client.options as { enableOfflineQueue?: boolean; retryDelayOnFailover?: number };
     expect(options).toMatchObject({ enableOfflineQueue: false, retryDelayOnFailover: 0 });

@@ -5,6 +5,7 @@ import { luaScript } from '../../src/scripts.js';
 import { storageKey } from '../../src/stores/keys.js';
 import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
+import { eventually } from '../support/eventually.js';
 import { type RedisClusterProcess, type RedisProcess, startCluster } from '../support/redisServer.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -65,7 +66,7 @@ describe('Redis Cluster faults', () => {
           () => 'answered',
           (err: unknown) => err,
         );
-        await delay(300); // well below cluster-node-timeout (2 s): no failover
+        await delay(600); // past the call's timeout, well below cluster-node-timeout (2 s): no failover
         connection.stream.destroy();
         await delay(100);
         process.kill(master.pid, 'SIGCONT');
@@ -76,19 +77,24 @@ describe('Redis Cluster faults', () => {
       }
     };
 
-    const store = new RedisStore({ client: userCluster(), timeoutMs: 100, prefix: 'r:' });
+    const store = new RedisStore({ client: userCluster(), timeoutMs: 250, prefix: 'r:' });
     await store.ready();
-    await store.run(tokenBucketAcquire, '{r}warm-up', lease); // loads the script on that master
+    // Loads the script, so the stalled call is an EVALSHA that really runs (not a NOSCRIPT).
+    await nodeClient((await masterOf('r:{r}safe', cluster.nodes[0]!)).port).script(
+      'LOAD',
+      luaScript('token_bucket_acquire').source,
+    );
     const outcome = await stallAndReset('r:{r}safe', store.client as Cluster, () =>
       store.run(tokenBucketAcquire, '{r}safe', lease),
     );
     expect(outcome).toBeInstanceOf(StoreTimeoutError);
     expect(await levelOf('r:{r}safe'), 'the lease already sent ran once, and only once').toBe(90);
-    expect((await store.run(tokenBucketAcquire, '{r}safe', lease)).granted, 'leasing resumes').toBe(10);
+    const resumed = await eventually(() => store.run(tokenBucketAcquire, '{r}safe', lease));
+    expect(resumed.granted, 'leasing resumes').toBe(10);
     await store.close();
 
     // Control: a Cluster with ioredis defaults re-sends the timed-out call (retryDelayOnFailover).
-    const raw = userCluster({ redisOptions: { commandTimeout: 100 } });
+    const raw = userCluster({ redisOptions: { commandTimeout: 250 } });
     const { sha, source } = luaScript('token_bucket_acquire');
     const args = [lease.rate, lease.periodMs, lease.burst, lease.want, lease.min, lease.ahead, ''];
     await nodeClient((await masterOf('r:{r}raw', cluster.nodes[0]!)).port).script('LOAD', source);
@@ -107,7 +113,7 @@ describe('Redis Cluster faults', () => {
     const hotKey = prefix + storageKey('token-bucket', 'p', hot);
     const instances = await Promise.all(
       Array.from({ length: INSTANCES }, async () => {
-        const store = new RedisStore({ client: userCluster(), timeoutMs: 100, prefix });
+        const store = new RedisStore({ client: userCluster(), timeoutMs: 250, prefix });
         await store.ready();
         return { store, limiter: new Limiter({ store, policies, expectedInstances: EXPECTED }) };
       }),

@@ -15,7 +15,14 @@ const MAX_LEASE = BURST / 10;
 /** Starts the example gateway as a real process and resolves with its port. */
 async function startGateway(prefix: string): Promise<{ child: ChildProcess; port: number }> {
   const child = spawn(process.execPath, ['--import', TSX, EXAMPLE], {
-    env: { ...process.env, REDIS_URL: inject('redisUrl'), KEY_PREFIX: prefix, PORT: '0' },
+    // A generous timeout: the exact accounting below assumes no lease call times out on a busy CI box.
+    env: {
+      ...process.env,
+      REDIS_URL: inject('redisUrl'),
+      KEY_PREFIX: prefix,
+      PORT: '0',
+      REDIS_TIMEOUT_MS: '2000',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
