@@ -85,12 +85,18 @@ export class GuardedStore implements Store {
   readonly #breakers = new Map<string, CircuitBreaker>();
   readonly #options: BreakerOptions;
   readonly #now: () => number;
+  #reported: BreakerState = 'closed';
 
+  /**
+   * `onSuccess` runs after every call that succeeded; `onStateChange` whenever the worst state
+   * over the shards changes.
+   */
   constructor(
     readonly inner: Store,
     options: BreakerOptions,
     now: () => number,
     private readonly onSuccess: () => void,
+    private readonly onStateChange: (state: BreakerState) => void,
   ) {
     // Validates the options once, eagerly; every shard's breaker is built from the same ones.
     const first = new CircuitBreaker(options, now);
@@ -134,7 +140,9 @@ export class GuardedStore implements Store {
 
   async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
     const breaker = this.breakerFor(key);
-    if (!breaker.tryPass()) {
+    const passed = breaker.tryPass();
+    this.#report();
+    if (!passed) {
       this.shortCircuited++;
       throw new StoreUnavailableError(
         `Store calls are suspended after ${breaker.failures} failures; next probe in ${Math.ceil(breaker.msUntilProbe())} ms`,
@@ -145,11 +153,20 @@ export class GuardedStore implements Store {
       result = await this.inner.run(op, key, req);
     } catch (err) {
       breaker.failure();
+      this.#report();
       throw err;
     }
     breaker.success();
+    this.#report();
     this.onSuccess();
     return result;
+  }
+
+  #report(): void {
+    const state = this.state();
+    if (state === this.#reported) return;
+    this.#reported = state;
+    this.onStateChange(state);
   }
 
   shardOf(key: string): string {

@@ -30,6 +30,17 @@ export interface Check {
   key: string;
   /** @default 1 */
   cost?: number;
+  /**
+   * The route the request is for (e.g. `GET /v1/search`); only carried into events and logs.
+   * @default undefined
+   */
+  route?: string;
+  /**
+   * A dry-run rule, decided and counted as usual, that the caller will not enforce: observers hear
+   * a refusal as `shadow-denied` rather than `denied`.
+   * @default false
+   */
+  shadow?: boolean;
 }
 
 /** Of several allowed decisions, the one closest to its limit. */

@@ -6,7 +6,7 @@ import {
   type TokenBucketShape,
   type TokenBucketState,
 } from './algorithms/tokenBucket.js';
-import { type BreakerOptions, GuardedStore } from './breaker.js';
+import { type BreakerOptions, type BreakerState, GuardedStore } from './breaker.js';
 import type { Decision } from './decision.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
 import type { FailMode } from './policy.js';
@@ -43,6 +43,8 @@ export interface FailoverOptions {
   maxDebts: number;
   /** Registers background work so the limiter's `close()` waits for it. */
   track: (work: Promise<unknown>) => void;
+  /** Hears every change of the breakers' worst state (for observers). */
+  onBreaker: (state: BreakerState) => void;
 }
 
 /** Time constant of the share estimate: leases older than a few multiples of this stop counting. */
@@ -76,7 +78,13 @@ export class Failover {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
     this.#expectedInstances = n;
-    this.store = new GuardedStore(options.store, options.breaker, options.now, () => this.#afterSuccess());
+    this.store = new GuardedStore(
+      options.store,
+      options.breaker,
+      options.now,
+      () => this.#afterSuccess(),
+      options.onBreaker,
+    );
     this.#maxDebts = options.maxDebts;
     this.#now = options.now;
     this.#track = options.track;

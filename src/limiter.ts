@@ -7,6 +7,9 @@ import { type Demand, demandPerMs, noteDemand } from './demand.js';
 import { ArgumentError, ClosedError, ConfigError, TokenleaseError } from './errors.js';
 import { Failover, type FallbackState } from './failover.js';
 import * as lease from './lease.js';
+import type { Observer, ReturnReason } from './observe/events.js';
+import type { HeavyHitter } from './observe/spaceSaving.js';
+import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { storageKey } from './stores/keys.js';
 import { MemoryStore } from './stores/memoryStore.js';
@@ -41,6 +44,17 @@ export interface LimiterOptions {
    */
   sweepIntervalMs?: number;
   /**
+   * Receivers of decision, store-call, lease and breaker events (metrics, alerts, logs); see
+   * README "Observability". Without observers no event object is built.
+   * @default []
+   */
+  observers?: readonly Observer[];
+  /**
+   * The sketch of denied keys per policy behind `topDenied()`, or `false` to keep none.
+   * @default { capacity: 256, halfLife: '1m' }
+   */
+  offenders?: OffendersOptions | false;
+  /**
    * Instances expected to share the limits. While the store is unreachable, a rule failing
    * `'local'` admits `1 / expectedInstances` of its limit per instance (or the instance's share of
    * the key's recent leases, when larger). See README "Failure behaviour".
@@ -61,7 +75,7 @@ export interface PolicyDescription {
   windowSeconds: number;
 }
 
-export interface LimiterStats {
+export interface LimiterStats extends TelemetryCounts {
   /** Store calls made (acquisitions and returns). */
   storeCalls: number;
   storeErrors: number;
@@ -136,6 +150,7 @@ export class Limiter {
   readonly #entries: LRUCache<string, Entry>;
   readonly #pending = new Set<Promise<unknown>>();
   readonly #timer: NodeJS.Timeout | undefined;
+  readonly #telemetry: Telemetry;
   readonly #stats = {
     storeCalls: 0,
     storeErrors: 0,
@@ -159,24 +174,33 @@ export class Limiter {
     if (typeof store.run !== 'function')
       throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
     const maxKeys = positiveInteger(options.maxKeys ?? 100_000, 'maxKeys');
-    this.#failover = new Failover({
-      store,
-      now: this.#now,
-      expectedInstances: options.expectedInstances ?? 1,
-      breaker: options.breaker ?? {},
-      maxDebts: maxKeys,
-      track: (work) => this.#track(work),
-    });
-    this.#store = this.#failover.store;
     this.#gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
     this.#entries = new LRUCache<string, Entry>({
       max: maxKeys,
-      dispose: (entry) => this.#returnUnused(entry),
+      dispose: (entry, _id, reason) =>
+        this.#returnUnused(entry, reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
     const sweepMs = options.sweepIntervalMs ?? 500;
     if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
       throw new ConfigError('sweepIntervalMs', `expected a number of ms >= 0, got ${String(sweepMs)}`);
     }
+    this.#telemetry = new Telemetry({
+      observers: options.observers,
+      offenders: options.offenders,
+      now: this.#now,
+      policies: () => [...this.#rules.keys()],
+      stats: () => this.stats(),
+    });
+    this.#failover = new Failover({
+      store: this.#telemetry.instrument(store),
+      now: this.#now,
+      expectedInstances: options.expectedInstances ?? 1,
+      breaker: options.breaker ?? {},
+      maxDebts: maxKeys,
+      track: (work) => this.#track(work),
+      onBreaker: (state) => this.#telemetry.breaker(state),
+    });
+    this.#store = this.#failover.store;
     if (sweepMs > 0) this.#timer = setInterval(() => this.sweep(), sweepMs).unref();
   }
 
@@ -194,13 +218,22 @@ export class Limiter {
     const checks = policyOrChecks.map((c, i) => {
       if (typeof c !== 'object' || c === null)
         throw new ArgumentError(`checks[${i}]`, 'expected { policy, key, cost? }');
+      if (c.route !== undefined && typeof c.route !== 'string') {
+        throw new ArgumentError(`checks[${i}].route`, `expected a string, got ${typeof c.route}`);
+      }
+      if (c.shadow !== undefined && typeof c.shadow !== 'boolean') {
+        throw new ArgumentError(`checks[${i}].shadow`, `expected a boolean, got ${typeof c.shadow}`);
+      }
       return {
         rule: this.#rule(c.policy, `checks[${i}].policy`),
         key: this.#key(c.key, `checks[${i}].key`),
         cost: checkCost(c.cost ?? 1, `checks[${i}].cost`),
+        check: c,
       };
     });
-    const settled = await Promise.allSettled(checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost)));
+    const settled = await Promise.allSettled(
+      checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost, c.check)),
+    );
     const decisions = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failure = settled.find((s) => s.status === 'rejected');
     const denied = decisions.filter((d) => !d.allowed);
@@ -255,7 +288,7 @@ export class Limiter {
     const now = this.#now();
     for (const [id, entry] of this.#entries.entries()) {
       if (entry.inflight) continue;
-      if (entry.segments.length > 0 && now >= entry.expiresAt) this.#returnUnused(entry);
+      if (entry.segments.length > 0 && now >= entry.expiresAt) this.#returnUnused(entry, 'expired');
       // An idle entry holds nothing worth keeping once its demand has decayed.
       if (
         entry.segments.length === 0 &&
@@ -267,14 +300,26 @@ export class Limiter {
     }
   }
 
+  /** Counters for a health endpoint; cheap enough to call per request. */
   stats(): LimiterStats {
+    const t = this.#telemetry.counts;
     return {
       ...this.#stats,
+      ...t,
+      outcomes: { ...t.outcomes },
       keys: this.#entries.size,
       ...this.#failover.stats,
       storeCallsSuspended: this.#failover.store.shortCircuited,
       breaker: this.#failover.store.state(),
     };
+  }
+
+  /**
+   * The `n` keys of `policy` denied most often lately (see the `offenders` option), heaviest first:
+   * the answer to "one abusive client, or a limit that cuts everyone?".
+   */
+  topDenied(policy: string, n = 10): HeavyHitter[] {
+    return this.#telemetry.topDenied(this.#rule(policy, 'policy').name, n);
   }
 
   /** Hands every unused leased token back and stops. Idempotent; the store is left open. */
@@ -285,6 +330,7 @@ export class Limiter {
       this.#entries.clear(); // dispose returns each entry's unused tokens
       await this.#settle();
       await this.#failover.flush(); // what a fallback admitted, if the store is back
+      this.#telemetry.close();
     })();
     return this.#closing;
   }
@@ -331,49 +377,56 @@ export class Limiter {
     return entry;
   }
 
-  async #consumeOne(rule: Rule, key: string, cost: number): Promise<Decision> {
+  /** `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow). */
+  async #consumeOne(rule: Rule, key: string, cost: number, check?: Check): Promise<Decision> {
     this.#stats.decisions++;
     const entry = this.#entry(rule, key);
     noteDemand(entry.demand, this.#now(), cost);
-    if (cost > rule.burst) return this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY, 'lease');
-    if (rule.exact) return this.#consumeExact(entry, cost);
+    if (cost > rule.burst) {
+      return this.#answer(0, cost, check, this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY, 'lease'));
+    }
+    if (rule.exact) return this.#consumeExact(entry, cost, check);
     for (let attempt = 0; ; attempt++) {
       const now = this.#now();
       const source = attempt === 0 ? 'lease' : 'store';
-      if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) this.#returnUnused(entry);
+      if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) {
+        this.#returnUnused(entry, 'expired');
+      }
       if (lease.take(entry.segments, now, cost)) {
-        if (attempt === 0) this.#stats.localDecisions++;
         this.#refillAhead(entry, now);
-        return this.#allow(entry, now, source);
+        return this.#answer(attempt, cost, check, this.#allow(entry, now, source));
       }
       // Tokens already reserved for us exist later: the shared bucket is empty until then.
       const wait = lease.msUntilAvailable(entry.segments, now, cost);
-      if (Number.isFinite(wait)) return this.#local(attempt, this.#deny(entry, now, wait, source));
-      if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-        return this.#local(attempt, this.#deny(entry, now, entry.deniedUntil - now, source));
+      if (Number.isFinite(wait)) {
+        return this.#answer(attempt, cost, check, this.#deny(entry, now, wait, source));
       }
-      if (attempt === MAX_ATTEMPTS) return this.#deny(entry, now, cost / rule.ratePerMs, source);
+      if (now < entry.deniedUntil && cost >= entry.deniedCost) {
+        return this.#answer(attempt, cost, check, this.#deny(entry, now, entry.deniedUntil - now, source));
+      }
+      if (attempt === MAX_ATTEMPTS) {
+        return this.#answer(attempt, cost, check, this.#deny(entry, now, cost / rule.ratePerMs, source));
+      }
       const acquired = this.#acquire(entry, cost - lease.unused(entry.segments));
       // While the store is suspended no request waits on it: the call is at most a probe, and its
       // lease (if the store is back) serves the requests that come after it.
       if (this.#failover.store.suspended(entry.storageKey)) {
         acquired.catch(() => {});
-        return this.#fallback(entry, cost);
+        return this.#fallback(attempt, entry, cost, check);
       }
       try {
         await acquired;
       } catch (err) {
-        return this.#fallback(entry, cost, err);
+        return this.#fallback(attempt + 1, entry, cost, check, err);
       }
     }
   }
 
   /** Exact mode: one store call per decision, nothing held locally but the deny cache. */
-  async #consumeExact(entry: Entry, cost: number): Promise<Decision> {
+  async #consumeExact(entry: Entry, cost: number, check: Check | undefined): Promise<Decision> {
     const now = this.#now();
     if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-      this.#stats.localDecisions++;
-      return this.#deny(entry, now, entry.deniedUntil - now, 'lease');
+      return this.#answer(0, cost, check, this.#deny(entry, now, entry.deniedUntil - now, 'lease'));
     }
     const { rule } = entry;
     const request = {
@@ -390,30 +443,48 @@ export class Limiter {
       result = await this.#gate(() => this.#store.run(tokenBucketAcquire, entry.storageKey, request));
     } catch (err) {
       this.#stats.storeErrors++;
-      return this.#fallback(entry, cost, err);
+      return this.#fallback(1, entry, cost, check, err);
     }
     const at = this.#now();
     entry.level = result.levelBefore - result.granted;
     entry.levelAt = at;
     if (result.granted > 0) {
       this.#failover.granted(entry.fallback, result.granted, at);
-      return this.#allow(entry, at, 'store');
+      return this.#answer(1, cost, check, this.#allow(entry, at, 'store'));
     }
     entry.deniedUntil = at + msUntilRoom(result.levelBefore, request);
     entry.deniedCost = cost;
-    return this.#deny(entry, at, entry.deniedUntil - at, 'store');
+    return this.#answer(1, cost, check, this.#deny(entry, at, entry.deniedUntil - at, 'store'));
   }
 
   /** The store failed or is suspended: the rule's fail policy decides (README "Failure behaviour"). */
-  #fallback(entry: Entry, cost: number, err?: unknown): Decision {
+  #fallback(
+    storeWaits: number,
+    entry: Entry,
+    cost: number,
+    check: Check | undefined,
+    err?: unknown,
+  ): Decision {
     if (err !== undefined && !(err instanceof TokenleaseError)) throw err;
     const now = this.#now();
     const { remaining } = this.#decision(entry, now, true, 0, 'fallback');
-    return this.#failover.decide(entry.fallback, cost, now, remaining);
+    return this.#answer(storeWaits, cost, check, this.#failover.decide(entry.fallback, cost, now, remaining));
   }
 
-  #local(attempt: number, decision: Decision): Decision {
-    if (attempt === 0) this.#stats.localDecisions++;
+  /** `storeWaits`: store calls this decision waited for (0: answered locally). */
+  #answer(storeWaits: number, cost: number, check: Check | undefined, decision: Decision): Decision {
+    if (storeWaits === 0) this.#stats.localDecisions++;
+    const outcome =
+      decision.source === 'fallback'
+        ? decision.allowed
+          ? 'failed-open'
+          : 'failed-closed'
+        : decision.allowed
+          ? 'allowed'
+          : check?.shadow
+            ? 'shadow-denied'
+            : 'denied';
+    this.#telemetry.decided(decision, cost, check?.route, decision.source ?? 'lease', outcome);
     return decision;
   }
 
@@ -451,6 +522,7 @@ export class Limiter {
         }
         this.#stats.leasesGranted++;
         this.#stats.tokensLeased += result.granted;
+        this.#telemetry.leaseGranted(rule.name, entry.key, result.granted);
         this.#failover.granted(entry.fallback, result.granted, now);
         entry.lastGrant = result.granted;
         entry.deniedUntil = 0;
@@ -463,7 +535,7 @@ export class Limiter {
         });
         entry.expiresAt = lease.fullyCoveredAt(entry.segments) + rule.leaseTtlMs;
         // Evicted or closed while the call was in flight: nobody will spend these tokens.
-        if (this.#entries.peek(entry.storageKey) !== entry) this.#returnUnused(entry);
+        if (this.#entries.peek(entry.storageKey) !== entry) this.#returnUnused(entry, 'orphaned');
       })
       .catch((err: unknown) => {
         this.#stats.storeErrors++;
@@ -489,17 +561,19 @@ export class Limiter {
     return Math.max(min, Math.min(rule.maxLease, slowStart, Math.max(1, demand)));
   }
 
-  #returnUnused(entry: Entry): void {
+  #returnUnused(entry: Entry, reason: ReturnReason): void {
     const tokens = lease.unused(entry.segments);
     entry.segments = [];
     if (tokens <= 0) return;
     const { rule } = entry;
     this.#stats.storeCalls++;
     this.#stats.tokensReturned += tokens;
+    this.#telemetry.leaseReturned(rule.name, entry.key, tokens, reason);
     const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens };
     this.#track(
       this.#gate(() => this.#store.run(tokenBucketRelease, entry.storageKey, request)).catch(() => {
         this.#stats.storeErrors++;
+        this.#telemetry.stranded(rule.name, entry.key, tokens);
       }),
     );
   }

@@ -2,12 +2,16 @@
 //   npm run example:gateway       (gateway on 127.0.0.1:8080, demo upstream on 127.0.0.1:8081)
 // Environment: PORT, UPSTREAM (an existing upstream URL instead of the demo one), PLANS (file),
 // REDIS_URL (share limits between several gateway processes through Redis).
+// GET /metrics: Prometheus metrics; GET /healthz: limiter.stats() as JSON (both answered by the gateway).
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-// In your project: import { Plans, rateLimit } from 'tokenlease/http' and the rest from 'tokenlease'.
+import { Registry } from 'prom-client';
+// In your project: import { Plans, rateLimit } from 'tokenlease/http', { prometheusObserver } from
+// 'tokenlease/prometheus' and the rest from 'tokenlease'.
 import { Plans, rateLimit } from '../../src/http/index.js';
-import { Limiter, MemoryStore, RedisStore } from '../../src/index.js';
+import { Limiter, MemoryStore, quotaAlerts, RedisStore } from '../../src/index.js';
+import { prometheusObserver } from '../../src/observe/prometheus.js';
 
 const host = '127.0.0.1';
 const port = Number(process.env.PORT ?? 8080);
@@ -15,9 +19,17 @@ const plansFile = process.env.PLANS ?? fileURLToPath(new URL('./plans.yaml', imp
 
 const plans = Plans.fromFile(plansFile);
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL) : undefined;
+const registry = new Registry();
 const limiter = new Limiter({
   store: redis ? new RedisStore({ client: redis }) : new MemoryStore(),
   policies: plans.policies,
+  observers: [
+    prometheusObserver({ registry }),
+    // Where a real gateway would send an e-mail or a webhook.
+    quotaAlerts({
+      onThreshold: (e) => console.log(`quota: ${e.key} reached ${e.threshold * 100} % of "${e.policy}"`),
+    }),
+  ],
 });
 plans.watch({
   limiter,
@@ -59,7 +71,25 @@ function forwardHeaders(headers: IncomingHttpHeaders, peer: string | undefined):
   return out;
 }
 
+/** The gateway's own endpoints; in production put them on a port only your monitoring reaches. */
+async function admin(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  if (req.method !== 'GET') return false;
+  if (req.url === '/metrics') {
+    const text = await registry.metrics();
+    res.writeHead(200, { 'Content-Type': registry.contentType });
+    res.end(text);
+    return true;
+  }
+  if (req.url === '/healthz') {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(limiter.stats()));
+    return true;
+  }
+  return false;
+}
+
 async function proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (await admin(req, res)) return;
   if (!(await limit(req, res))) return; // refused: 429 (or 403 / 503) already sent
   const out = http.request(
     {

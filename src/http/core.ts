@@ -369,7 +369,8 @@ export class RateLimitCore<Req> {
       plan.results.push(result);
       (result.enforced ? plan.enforced : plan.shadow).push({
         result,
-        check: { policy: rule.policy, key, cost: result.cost },
+        // route and shadow only reach the limiter's observers (metrics, logs, alerts).
+        check: { policy: rule.policy, key, cost: result.cost, route, shadow: !result.enforced },
       });
     }
     return plan;

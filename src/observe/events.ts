@@ -1,0 +1,101 @@
+import type { LimiterStats } from '../limiter.js';
+import type { HeavyHitter } from './spaceSaving.js';
+
+/**
+ * How a decision came out: `allowed`, `denied`, `shadow-denied` (a check marked `shadow: true`
+ * that would have been denied), and `failed-open` / `failed-closed` (the store failed and the fail
+ * policy answered, where one is configured).
+ */
+export type Outcome = 'allowed' | 'denied' | 'shadow-denied' | 'failed-open' | 'failed-closed';
+
+/**
+ * What answered: `lease` — local state only (leased tokens, or a denial remembered until its retry
+ * time), no store call waited for; `store` — the decision waited on at least one store call;
+ * `fallback` — the store was unavailable and the fail policy answered.
+ */
+export type Source = 'lease' | 'store' | 'fallback';
+
+/** Why a request was denied: the bucket is empty (`limit`), or the cost exceeds the limit and never passes. */
+export type DenyReason = 'limit' | 'cost-above-limit';
+
+/** Why leased tokens went back to the store. */
+export type ReturnReason = 'expired' | 'evicted' | 'closed' | 'orphaned' | 'reconfigured';
+
+/** One rule's decision. A multi-rule `consume` emits one per rule. */
+export interface DecisionEvent {
+  readonly policy: string;
+  /** The client key. Never use it as a metric label: the set of keys is unbounded. */
+  readonly key: string;
+  /** The `route` of the check, when the caller passed one. */
+  readonly route: string | undefined;
+  readonly cost: number;
+  readonly outcome: Outcome;
+  readonly source: Source;
+  /** Set when the outcome is `denied` or `shadow-denied`. */
+  readonly reason: DenyReason | undefined;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+}
+
+/** One store call finished (successfully or not). Timed with the wall clock, not the limiter's `now`. */
+export interface StoreCallEvent {
+  /** The operation: its Lua script's name, e.g. `token_bucket_acquire`. */
+  readonly op: string;
+  readonly seconds: number;
+  /** The failure's stable `code` (e.g. `ERR_TOKENLEASE_STORE_TIMEOUT`), `unknown` for a foreign error; undefined on success. */
+  readonly errorCode: string | undefined;
+}
+
+export type LeaseEvent =
+  /** The store granted `tokens` to this instance. */
+  | { readonly kind: 'granted'; readonly policy: string; readonly key: string; readonly tokens: number }
+  /** Unused leased tokens were handed back. */
+  | {
+      readonly kind: 'returned';
+      readonly policy: string;
+      readonly key: string;
+      readonly tokens: number;
+      readonly reason: ReturnReason;
+    }
+  /**
+   * Handing tokens back failed: the shared bucket is short of them until it refills (under-admission,
+   * never over-admission).
+   */
+  | { readonly kind: 'stranded'; readonly policy: string; readonly key: string; readonly tokens: number };
+
+export type BreakerState = 'closed' | 'open' | 'half-open';
+
+/** A circuit breaker in front of the store changed state. */
+export interface BreakerEvent {
+  readonly state: BreakerState;
+}
+
+/** What an observer can read from the limiter when it wants to (e.g. on a metrics scrape). */
+export interface ObservedLimiter {
+  /** The configured policy names (current: `setPolicies` may change them). */
+  readonly policies: readonly string[];
+  stats(): LimiterStats;
+  /** The `n` most denied keys of `policy` and the (decayed) weight of all its recent denials. */
+  offenders(policy: string, n: number): { total: number; top: HeavyHitter[] };
+}
+
+/**
+ * Receives the limiter's events. Every method is optional; a limiter with no observers builds no
+ * event objects. Methods run synchronously on the hot path: keep them cheap (count, enqueue) and
+ * never throw — an exception is caught and reported once per observer with `process.emitWarning`,
+ * so a broken hook cannot fail a request.
+ */
+export interface Observer {
+  decision?(event: DecisionEvent): void;
+  storeCall?(event: StoreCallEvent): void;
+  lease?(event: LeaseEvent): void;
+  breaker?(event: BreakerEvent): void;
+  /**
+   * Called once by each limiter the observer is given to, while its constructor runs: keep the
+   * reference and read it later (e.g. on a scrape).
+   */
+  attach?(limiter: ObservedLimiter): void;
+  /** Called by `close()` on each limiter the observer was attached to. */
+  detach?(limiter: ObservedLimiter): void;
+}
