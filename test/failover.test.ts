@@ -218,6 +218,39 @@ describe('multi-rule checks during an outage', () => {
   });
 });
 
+describe('what observers hear', () => {
+  it('fail-policy decisions as failed-open / failed-closed with source fallback, and breaker changes', async () => {
+    const events: string[] = [];
+    const observer = {
+      decision: (e: { outcome: string; source: string; policy: string }) =>
+        events.push(`${e.policy} ${e.outcome} ${e.source}`),
+      breaker: (e: { state: string }) => events.push(`breaker ${e.state}`),
+    };
+    const { c, store, limiter } = setup(
+      {
+        loose: { algorithm: 'token-bucket', rate: 10, fail: 'open' },
+        strict: { algorithm: 'token-bucket', rate: 10, fail: 'closed' },
+      },
+      { observers: [observer], breaker: { failures: 1, coolDown: 100 } },
+    );
+    store.fault = 'down';
+    await limiter.consume('loose', 'k');
+    await limiter.consume('strict', 'k');
+    store.fault = 'none';
+    c.advance(100);
+    await limiter.consume('loose', 'k'); // the probe, in the background
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(events).toEqual([
+      'breaker open',
+      'loose failed-open fallback',
+      'strict failed-closed fallback',
+      'loose failed-open fallback', // decided without waiting, while the probe starts
+      'breaker half-open',
+      'breaker closed',
+    ]);
+  });
+});
+
 describe('configuration', () => {
   it.each([
     [{ policies: { p: { algorithm: 'token-bucket', rate: 1, fail: 'sometimes' } } }, 'policies.p.fail'],
