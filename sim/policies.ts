@@ -1,3 +1,4 @@
+import { MONTH } from '../src/algorithms/fixedWindow.js';
 import { ConfigError, type PolicyConfig } from '../src/index.js';
 import { compilePolicy, type Rule } from '../src/policy.js';
 
@@ -34,6 +35,8 @@ export interface Envelope {
 type ModelOf<R extends Rule> = (
   policy: Extract<PolicyConfig, { algorithm: R['algorithm'] }>,
   rule: R,
+  /** Where the policy sits in the scenario, for errors. */
+  field: string,
 ) => PolicyModel;
 
 const MODELS: { [A in Rule['algorithm']]: ModelOf<Extract<Rule, { algorithm: A }>> } = {
@@ -52,7 +55,66 @@ const MODELS: { [A in Rule['algorithm']]: ModelOf<Extract<Rule, { algorithm: A }
         : `burst + rate·(L + RTT) + 2·maxLease(${rule.maxLease})·instances`,
     },
   }),
+  // Every fixed window admits at most `limit`, leased or not (a slice is counted when granted and
+  // dies with its window), and any interval meets at most L/window + 2 windows.
+  'fixed-window': (policy, rule) => windowModel(policy, rule),
+  // The counter keeps each fixed window within `limit` too; the interpolation only smooths inside it.
+  'sliding-window': (policy, rule) => windowModel(policy, rule),
+  // No interval of one window ever holds more than `limit`: L meets at most L/window + 1 of them.
+  'sliding-log': (policy, rule) => ({
+    exact: { ...policy, lease: 'exact' },
+    ratePerMs: rule.limit / rule.windowMs,
+    isExact: true,
+    envelope: {
+      capacity: rule.limit,
+      ratePerMs: rule.limit / rule.windowMs,
+      allowancePerInstance: 0,
+      formula: 'limit + (limit / window)·(L + RTT)',
+    },
+  }),
+  // consume() admits only what can start now: at most burst + rate·L start in any interval L.
+  'leaky-bucket': (policy, rule) => ({
+    exact: { ...policy, lease: 'exact' },
+    ratePerMs: rule.rate / rule.periodMs,
+    isExact: true,
+    envelope: {
+      capacity: rule.burst,
+      ratePerMs: rule.rate / rule.periodMs,
+      allowancePerInstance: 0,
+      formula: 'burst + rate·(L + RTT)',
+    },
+  }),
+  concurrency: (_policy, _rule, field) => {
+    throw new ConfigError(
+      `${field}.algorithm`,
+      'concurrency limits slots held at once, not a rate: the simulator drives consume(), which it has not',
+    );
+  },
 };
+
+/** Shortest calendar month, for the envelope of monthly windows. */
+const SHORTEST_MONTH_MS = 28 * 86_400_000;
+/** Mean Gregorian month, for the sustained rate of monthly windows. */
+const MEAN_MONTH_MS = (365.2425 / 12) * 86_400_000;
+
+function windowModel(
+  policy: Extract<PolicyConfig, { algorithm: 'fixed-window' | 'sliding-window' }>,
+  rule: Extract<Rule, { algorithm: 'fixed-window' | 'sliding-window' }>,
+): PolicyModel {
+  const monthly = rule.windowMs === MONTH;
+  const envelopeRate = rule.limit / (monthly ? SHORTEST_MONTH_MS : rule.windowMs);
+  return {
+    exact: { ...policy, lease: 'exact' },
+    ratePerMs: rule.limit / (monthly ? MEAN_MONTH_MS : rule.windowMs),
+    isExact: rule.exact,
+    envelope: {
+      capacity: 2 * rule.limit,
+      ratePerMs: envelopeRate,
+      allowancePerInstance: rule.exact ? 0 : 2 * Math.max(1, Math.floor(rule.limit * rule.maxFraction)),
+      formula: '2·limit + (limit / window)·(L + RTT)',
+    },
+  };
+}
 
 /** Validates `policy` as the library would and returns its model; errors name `field`. */
 export function policyModel(policy: unknown, field = 'policy'): PolicyModel {
@@ -67,5 +129,5 @@ export function policyModel(policy: unknown, field = 'policy'): PolicyModel {
     throw err;
   }
   const model = MODELS[rule.algorithm] as ModelOf<Rule>;
-  return model(policy as PolicyConfig, rule);
+  return model(policy as PolicyConfig, rule, field);
 }

@@ -23,6 +23,19 @@ export interface Decision {
 }
 
 export type DecisionSource = 'lease' | 'store' | 'fallback';
+/** A turn in a leaky bucket's drain (`Limiter.reserve`). */
+export interface Reservation extends Decision {
+  /** Ms to wait before proceeding (0 when it may go now, or when refused). */
+  delayMs: number;
+  /** Gives the turn back so the next request takes it; a no-op when refused or already cancelled. */
+  cancel(): Promise<void>;
+}
+
+/** Concurrency slots held until released (`Limiter.acquire`). */
+export interface SlotHandle extends Decision {
+  /** Frees the slots (a no-op when refused); idempotent, never rejects. */
+  release(): Promise<void>;
+}
 
 /** One rule of a multi-rule `consume`. */
 export interface Check {

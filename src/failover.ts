@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+import { MONTH } from './algorithms/fixedWindow.js';
 import {
   acquire,
   msUntilRoom,
@@ -8,27 +10,57 @@ import {
 } from './algorithms/tokenBucket.js';
 import { type BreakerOptions, type BreakerState, GuardedStore } from './breaker.js';
 import type { Decision } from './decision.js';
+import type { Consumed } from './engines/engine.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
-import type { FailMode } from './policy.js';
+import type { FailMode, Rule } from './policy.js';
 import type { Store } from './stores/store.js';
 import { tokenBucketDebit } from './stores/tokenBucketOps.js';
 
-/** The rule fields a fail policy needs. */
-export interface FailRule extends TokenBucketShape {
+/** What a rule's fail policy works from: its limit as a token bucket, and whether it can write back. */
+interface FailRule extends TokenBucketShape {
   readonly name: string;
   readonly fail: FailMode;
+  /** The shared state is a token bucket, so what the fallback admitted can be debited from it. */
+  readonly writeBack: boolean;
 }
 
-/** Per (policy, key) state of the fail policy; lives in the limiter's entry, so `maxKeys` bounds it. */
-export interface FallbackState {
-  readonly rule: FailRule;
-  readonly key: string;
+/** A month, for the local bucket of a calendar-month quota. */
+const MONTH_MS = 30 * 86_400_000;
+
+/** A rule's limit as a token bucket: `burst` at once, refilled at the rule's sustained rate. */
+function failRule(rule: Rule): FailRule {
+  const fail = 'fail' in rule ? rule.fail : 'closed';
+  switch (rule.algorithm) {
+    case 'token-bucket':
+    case 'leaky-bucket': {
+      const { name, rate, periodMs, burst } = rule;
+      return { name, fail, rate, periodMs, burst, writeBack: rule.algorithm === 'token-bucket' };
+    }
+    case 'concurrency':
+      // Slots are not a rate; concurrency policies have no consume() and no fail policy.
+      return {
+        name: rule.name,
+        fail: 'closed',
+        rate: rule.limit,
+        periodMs: 1,
+        burst: rule.limit,
+        writeBack: false,
+      };
+    default: {
+      const periodMs = rule.windowMs === MONTH ? MONTH_MS : rule.windowMs;
+      return { name: rule.name, fail, rate: rule.limit, periodMs, burst: rule.limit, writeBack: false };
+    }
+  }
+}
+
+/** Per (policy, key) state of the fail policy. */
+interface FallbackState {
   readonly storageKey: string;
   /** Decayed sum of tokens this instance leased for the key, as of `leasedAt`. */
   leased: number;
   leasedAt: number;
   /** The local bucket of the current or last outage; dropped once it has refilled. */
-  local: { shape: TokenBucketShape; state: TokenBucketState | undefined } | undefined;
+  local: { rule: FailRule; shape: TokenBucketShape; state: TokenBucketState | undefined } | undefined;
   /** Tokens admitted by the fallback and not yet written back to the store. */
   owed: number;
 }
@@ -39,8 +71,8 @@ export interface FailoverOptions {
   /** Validated here; see `LimiterOptions.expectedInstances`. */
   expectedInstances: unknown;
   breaker: BreakerOptions;
-  /** Most keys whose write-back may be pending; beyond it the oldest debt is forgotten. */
-  maxDebts: number;
+  /** Most keys with fallback state (and so with a pending write-back): the limiter's `maxKeys`. */
+  maxKeys: number;
   /** Registers background work so the limiter's `close()` waits for it. */
   track: (work: Promise<unknown>) => void;
   /** Hears every change of the breakers' worst state (for observers). */
@@ -51,8 +83,8 @@ export interface FailoverOptions {
 const SHARE_TAU_MS = 5000;
 
 /**
- * Failure handling for the limiter: the breaker in front of the store, the decisions of each fail
- * policy, and the write-back of what the fallback admitted once the store answers again.
+ * Failure handling for the limiter: the breakers in front of the store, the decisions of each
+ * rule's fail policy, and the write-back of what the fallback admitted once the store answers.
  *
  * Write-back never counts twice: a debt leaves `owed` before its debit is sent and comes back only
  * when the debit was certainly not sent (`StoreUnavailableError`). A debit that failed otherwise
@@ -60,12 +92,13 @@ const SHARE_TAU_MS = 5000;
  */
 export class Failover {
   readonly store: GuardedStore;
-  readonly #expectedInstances: number;
   readonly stats = { fallbackDecisions: 0, tokensWrittenBack: 0, tokensNotWrittenBack: 0 };
-  readonly #maxDebts: number;
-  readonly #track: (work: Promise<unknown>) => void;
-  readonly #debts = new Set<FallbackState>();
+  readonly #expectedInstances: number;
   readonly #now: () => number;
+  readonly #track: (work: Promise<unknown>) => void;
+  /** Bounded like the limiter's table; a state forgotten with a debt counts it as not written back. */
+  readonly #states: LRUCache<string, FallbackState>;
+  readonly #debts = new Set<FallbackState>();
   #flushing: Promise<void> | undefined;
   #flushedAt = Number.NEGATIVE_INFINITY;
 
@@ -78,6 +111,8 @@ export class Failover {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
     this.#expectedInstances = n;
+    this.#now = options.now;
+    this.#track = options.track;
     this.store = new GuardedStore(
       options.store,
       options.breaker,
@@ -85,65 +120,87 @@ export class Failover {
       () => this.#afterSuccess(),
       options.onBreaker,
     );
-    this.#maxDebts = options.maxDebts;
-    this.#now = options.now;
-    this.#track = options.track;
+    this.#states = new LRUCache<string, FallbackState>({
+      max: options.maxKeys,
+      dispose: (s) => {
+        if (!this.#debts.delete(s)) return;
+        this.stats.tokensNotWrittenBack += s.owed;
+        s.owed = 0;
+      },
+    });
   }
 
-  state(rule: FailRule, key: string, storageKey: string, now: number): FallbackState {
-    return { rule, key, storageKey, leased: 0, leasedAt: now, local: undefined, owed: 0 };
-  }
-
-  /** Records a grant from the store: it feeds the share estimate and ends a refilled outage bucket. */
-  granted(s: FallbackState, tokens: number, now: number): void {
+  /** Records a lease the store granted: this instance's share of the key, for a later outage. */
+  granted(storageKey: string, tokens: number): void {
+    const now = this.#now();
+    const s = this.#state(storageKey);
     s.leased = s.leased * Math.exp(-Math.max(0, now - s.leasedAt) / SHARE_TAU_MS) + tokens;
     s.leasedAt = Math.max(s.leasedAt, now);
+    // The outage's local bucket has refilled: the next outage starts from a fresh share.
     if (s.local && refill(s.local.state, now, s.local.shape) >= s.local.shape.burst) s.local = undefined;
   }
 
-  /**
-   * Decides `cost` for a key whose store call failed, by the rule's fail policy. `remaining` is the
-   * limiter's last estimate of the shared bucket, reported by `'open'`.
-   */
-  decide(s: FallbackState, cost: number, now: number, remaining: number): Decision {
+  /** Decides `cost` for a key whose store call failed or is suspended, by the rule's fail policy. */
+  decide(rule: Rule, key: string, storageKey: string, cost: number): Consumed {
     this.stats.fallbackDecisions++;
-    const { rule } = s;
-    const ratePerMs = rule.rate / rule.periodMs;
-    const base = { policy: rule.name, key: s.key, limit: rule.burst, source: 'fallback' as const };
-    const breaker = this.store.breakerFor(s.storageKey);
+    const now = this.#now();
+    const s = this.#state(storageKey);
+    if (s.local === undefined || s.local.rule.name !== rule.name) {
+      const fr = failRule(rule);
+      s.local = { rule: fr, shape: this.#localShape(fr, s, now), state: undefined };
+    }
+    const local = s.local;
+    const { rule: fr, shape } = local;
+    const base = { policy: fr.name, key, limit: fr.burst, source: 'fallback' as const };
+    const breaker = this.store.breakerFor(storageKey);
     const untilProbe = breaker.state === 'closed' ? breaker.coolDownMs : breaker.msUntilProbe();
-    if (rule.fail === 'closed') {
-      const retry = untilProbe;
-      const resetMs = Math.ceil(rule.burst / ratePerMs);
-      return { ...base, allowed: false, remaining: 0, resetMs, retryAfterMs: Math.max(1, Math.ceil(retry)) };
+    const level = refill(local.state, now, shape);
+    let decision: Decision;
+    if (fr.fail === 'closed') {
+      decision = {
+        ...base,
+        allowed: false,
+        remaining: 0,
+        resetMs: resetIn(0, fr),
+        retryAfterMs: Math.max(1, Math.ceil(untilProbe)),
+      };
+    } else if (fr.fail === 'open') {
+      // Everything passes; the local bucket only meters what this instance's share would leave.
+      const after = Math.max(0, level - cost);
+      local.state = { level: after, ts: now };
+      this.#owe(s, fr, cost);
+      decision = {
+        ...base,
+        allowed: true,
+        remaining: Math.floor(after),
+        resetMs: resetIn(after, shape),
+        retryAfterMs: 0,
+      };
+    } else {
+      const t = acquire(local.state, now, { ...shape, want: cost, min: cost, ahead: 0 });
+      local.state = t.state;
+      const left = t.result.levelBefore - t.result.granted;
+      const reset = { remaining: Math.max(0, Math.floor(left)), resetMs: resetIn(left, shape) };
+      if (t.result.granted > 0) {
+        this.#owe(s, fr, cost);
+        decision = { ...base, allowed: true, ...reset, retryAfterMs: 0 };
+      } else {
+        // A cost above the local burst can only pass once the shared store is back.
+        const wait =
+          cost > shape.burst
+            ? untilProbe
+            : msUntilRoom(t.result.levelBefore, { ...shape, min: cost, ahead: 0 });
+        decision = { ...base, allowed: false, ...reset, retryAfterMs: Math.max(1, Math.ceil(wait)) };
+      }
     }
-    if (rule.fail === 'open') {
-      this.#owe(s, cost);
-      const resetMs = Math.ceil((rule.burst - remaining) / ratePerMs);
-      return { ...base, allowed: true, remaining, resetMs, retryAfterMs: 0 };
-    }
-    s.local ??= { shape: this.#localShape(s, now), state: undefined };
-    const { shape } = s.local;
-    const t = acquire(s.local.state, now, { ...shape, want: cost, min: cost, ahead: 0 });
-    s.local.state = t.state;
-    const level = t.result.levelBefore - t.result.granted;
-    const reset = { remaining: Math.max(0, Math.floor(level)), resetMs: resetIn(level, shape) };
-    if (t.result.granted > 0) {
-      this.#owe(s, cost);
-      return { ...base, allowed: true, ...reset, retryAfterMs: 0 };
-    }
-    // A cost above the local burst can only pass once the shared store is back.
-    const wait =
-      cost > shape.burst ? untilProbe : msUntilRoom(t.result.levelBefore, { ...shape, min: cost, ahead: 0 });
-    return { ...base, allowed: false, ...reset, retryAfterMs: Math.max(1, Math.ceil(wait)) };
-  }
-
-  /** Puts back a fallback admission whose multi-rule check was refused elsewhere. */
-  refund(s: FallbackState, cost: number, now: number): void {
-    s.owed = Math.max(0, s.owed - cost);
-    if (s.rule.fail === 'local' && s.local) {
-      s.local.state = release(s.local.state, now, { ...s.local.shape, tokens: cost }).state;
-    }
+    if (!decision.allowed) return { decision };
+    const refund = () => {
+      s.owed = Math.max(0, s.owed - cost);
+      if (fr.fail === 'local')
+        local.state = release(local.state, this.#now(), { ...shape, tokens: cost }).state;
+      return { ...decision, remaining: Math.min(decision.limit, decision.remaining + cost) };
+    };
+    return { decision, refund };
   }
 
   /** Writes back every pending debt once (debts the store cannot take yet stay pending). */
@@ -161,16 +218,18 @@ export class Failover {
       if (!this.store.wouldPass(s.storageKey)) continue;
       this.#debts.delete(s);
       const tokens = s.owed;
-      if (tokens <= 0) continue;
+      const fr = s.local?.rule;
+      if (tokens <= 0 || fr === undefined) continue;
       s.owed = 0;
       try {
-        const { rate, periodMs, burst } = s.rule;
+        const { rate, periodMs, burst } = fr;
         await this.store.run(tokenBucketDebit, s.storageKey, { rate, periodMs, burst, tokens });
         this.stats.tokensWrittenBack += tokens;
       } catch (err) {
         // Not sent (its shard is suspended or disconnected): it stays owed, for the next success.
         if (err instanceof StoreUnavailableError) {
-          this.#owe(s, tokens);
+          s.owed += tokens;
+          this.#debts.add(s);
         } else {
           this.stats.tokensNotWrittenBack += tokens;
         }
@@ -185,31 +244,31 @@ export class Failover {
     this.#track(this.flush());
   }
 
-  #owe(s: FallbackState, tokens: number): void {
+  #owe(s: FallbackState, fr: FailRule, tokens: number): void {
+    if (!fr.writeBack) return;
     s.owed += tokens;
-    this.#debts.delete(s); // re-inserted last, so the set stays in order of the latest debt
     this.#debts.add(s);
-    if (this.#debts.size <= this.#maxDebts) return;
-    const oldest = this.#debts.values().next().value as FallbackState;
-    this.#debts.delete(oldest);
-    this.stats.tokensNotWrittenBack += oldest.owed;
-    oldest.owed = 0;
+  }
+
+  #state(storageKey: string): FallbackState {
+    let s = this.#states.get(storageKey);
+    if (!s) {
+      s = { storageKey, leased: 0, leasedAt: this.#now(), local: undefined, owed: 0 };
+      this.#states.set(storageKey, s);
+    }
+    return s;
   }
 
   /**
    * This instance's part of the limit during an outage: `1 / expectedInstances`, or its share of
    * the key's leases before the outage when that is larger (e.g. sticky balancing), at most all of it.
    */
-  #localShape(s: FallbackState, now: number): TokenBucketShape {
-    const { rule } = s;
+  #localShape(fr: FailRule, s: FallbackState, now: number): TokenBucketShape {
     const leasedPerMs = (s.leased * Math.exp(-Math.max(0, now - s.leasedAt) / SHARE_TAU_MS)) / SHARE_TAU_MS;
-    const share = Math.min(
-      1,
-      Math.max(1 / this.#expectedInstances, leasedPerMs / (rule.rate / rule.periodMs)),
-    );
+    const share = Math.min(1, Math.max(1 / this.#expectedInstances, leasedPerMs / (fr.rate / fr.periodMs)));
     // At least one token (or the whole burst if smaller), so a small limit is not shut off entirely.
-    const burst = Math.max(rule.burst * share, Math.min(1, rule.burst));
-    return { rate: rule.rate * share, periodMs: rule.periodMs, burst };
+    const burst = Math.max(fr.burst * share, Math.min(1, fr.burst));
+    return { rate: fr.rate * share, periodMs: fr.periodMs, burst };
   }
 }
 

@@ -1,5 +1,6 @@
 export type { Transition } from './algorithms/tokenBucket.js';
-export type { Check, Decision } from './decision.js';
+export type { BreakerOptions } from './breaker.js';
+export type { Check, Decision, DecisionSource, Reservation, SlotHandle } from './decision.js';
 export type { Duration } from './duration.js';
 export {
   ArgumentError,
@@ -7,9 +8,18 @@ export {
   ConfigError,
   StoreError,
   StoreTimeoutError,
+  StoreUnavailableError,
   TokenleaseError,
 } from './errors.js';
-export { Limiter, type LimiterOptions, type LimiterStats, type PolicyDescription } from './limiter.js';
+export {
+  type AcquireOptions,
+  Limiter,
+  type LimiterOptions,
+  type LimiterStats,
+  type PolicyDescription,
+  type ReserveOptions,
+  type WaitOptions,
+} from './limiter.js';
 export { type DecisionLogEntry, type DecisionLogOptions, decisionLog } from './observe/decisionLog.js';
 export type {
   BreakerEvent,
@@ -27,7 +37,19 @@ export type {
 export type { HeavyHitter } from './observe/spaceSaving.js';
 export type { OffendersOptions, TelemetryCounts } from './observe/telemetry.js';
 export { type QuotaAlertsOptions, quotaAlerts, type ThresholdEvent } from './observe/thresholds.js';
-export type { LeaseOptions, PolicyConfig, TokenBucketPolicy } from './policy.js';
+export type {
+  ConcurrencyLeaseOptions,
+  ConcurrencyPolicy,
+  FailMode,
+  FixedWindowPolicy,
+  LeakyBucketPolicy,
+  LeaseOptions,
+  PolicyConfig,
+  SlidingLogPolicy,
+  SlidingWindowPolicy,
+  TokenBucketPolicy,
+  WindowLeaseOptions,
+} from './policy.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memoryStore.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redisStore.js';
 export type { Operation, Store } from './stores/store.js';

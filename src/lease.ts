@@ -68,7 +68,10 @@ export function msUntilAvailable(segments: readonly Segment[], now: number, cost
   // Coverage is piecewise linear and non-decreasing in time: bisect up to the last full coverage.
   let lo = now;
   let hi = now;
-  for (const s of segments) hi = Math.max(hi, s.at + (s.size - s.levelBefore) / s.ratePerMs);
+  // Only segments still filling bound the search (a full one may not refill at all: rate 0).
+  for (const s of segments) {
+    if (s.levelBefore < s.size) hi = Math.max(hi, s.at + (s.size - s.levelBefore) / s.ratePerMs);
+  }
   for (let i = 0; i < 40 && hi - lo > 0.01; i++) {
     const mid = (lo + hi) / 2;
     if (available(segments, mid) + EPSILON >= cost) hi = mid;

@@ -1,20 +1,26 @@
+import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import pLimit, { type LimitFunction } from 'p-limit';
-import { type AcquireResult, msUntilRoom } from './algorithms/tokenBucket.js';
+import pLimit from 'p-limit';
 import type { BreakerOptions, BreakerState } from './breaker.js';
-import { type Check, type Decision, type DecisionSource, latestRetry, tightest } from './decision.js';
-import { type Demand, demandPerMs, noteDemand } from './demand.js';
-import { ArgumentError, ClosedError, ConfigError, TokenleaseError } from './errors.js';
-import { Failover, type FallbackState } from './failover.js';
-import * as lease from './lease.js';
-import type { Observer, ReturnReason } from './observe/events.js';
+import {
+  type Check,
+  type Decision,
+  latestRetry,
+  type Reservation,
+  type SlotHandle,
+  tightest,
+} from './decision.js';
+import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
+import { ENGINES } from './engines/index.js';
+import { ArgumentError, ClosedError, ConfigError, StoreUnavailableError, TokenleaseError } from './errors.js';
+import { Failover } from './failover.js';
+import type { Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
 import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { storageKey } from './stores/keys.js';
 import { MemoryStore } from './stores/memoryStore.js';
 import type { Store } from './stores/store.js';
-import { tokenBucketAcquire, tokenBucketRelease } from './stores/tokenBucketOps.js';
 
 export interface LimiterOptions {
   /** @default new MemoryStore({ now }) */
@@ -38,8 +44,8 @@ export interface LimiterOptions {
    */
   concurrency?: number;
   /**
-   * How often expired leases are handed back, in real time; 0 disables the timer (then call
-   * `sweep()` yourself, as the simulator does in virtual time).
+   * How often expired leases are handed back (and held concurrency slots renewed), in real time;
+   * 0 disables the timer (then call `sweep()` yourself, as the simulator does in virtual time).
    * @default 500
    */
   sweepIntervalMs?: number;
@@ -101,31 +107,36 @@ export interface LimiterStats extends TelemetryCounts {
   breaker: BreakerState;
 }
 
-interface Entry {
-  readonly rule: Rule;
-  readonly key: string;
-  readonly storageKey: string;
-  segments: lease.Segment[];
-  /** Local time after which unused tokens are handed back. */
-  expiresAt: number;
-  readonly demand: Demand;
-  lastGrant: number;
-  /** The store refused `deniedCost` tokens until this local time. */
-  deniedUntil: number;
-  deniedCost: number;
-  /** Last known global level after our grant, and when we learned it. */
-  level: number;
-  levelAt: number;
-  inflight: Promise<void> | undefined;
-  readonly fallback: FallbackState;
+export interface ReserveOptions {
+  /**
+   * Longest acceptable wait in ms: a turn further ahead is refused.
+   * @default the policy's `maxWait`
+   */
+  maxWaitMs?: number;
 }
 
-/** A request waiting for tokens gives up after this many acquisitions were taken by its peers. */
-const MAX_ATTEMPTS = 8;
+export interface WaitOptions extends ReserveOptions {
+  /**
+   * Aborting it ends the wait (rejecting with the signal's reason) and gives the turn back.
+   * @default undefined (the wait cannot be cancelled)
+   */
+  signal?: AbortSignal;
+}
 
-function checkCost(cost: unknown, field: string): number {
+export interface AcquireOptions {
+  /**
+   * Slots to hold (a whole number).
+   * @default 1
+   */
+  cost?: number;
+}
+
+function checkCost(cost: unknown, field: string, rule: Rule): number {
   if (typeof cost !== 'number' || !Number.isFinite(cost) || cost <= 0) {
     throw new ArgumentError(field, `expected a positive finite number, got ${String(cost)}`);
+  }
+  if ('wholeUnits' in rule && rule.wholeUnits && !Number.isInteger(cost)) {
+    throw new ArgumentError(field, `${rule.algorithm} counts whole units: expected an integer, got ${cost}`);
   }
   return cost;
 }
@@ -137,21 +148,37 @@ function positiveInteger(value: unknown, field: string): number {
   return value;
 }
 
+/** Resolves after `ms` of timer time; rejects with the signal's reason as soon as it aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /**
  * Decides each request from tokens leased out of a shared store, going to the store only when a
- * lease runs low or out. See README "How leasing works" for the guarantees.
+ * lease runs low or out. Each algorithm plugs in as an engine (`src/engines/`). See README "How
+ * leasing works" for the guarantees.
  */
 export class Limiter {
-  readonly #store: Store;
-  readonly #failover: Failover;
   #rules: Map<string, Rule>;
   readonly #now: () => number;
-  readonly #gate: LimitFunction;
-  readonly #entries: LRUCache<string, Entry>;
+  readonly #entries: LRUCache<string, KeyState>;
+  /** Evicted states that still hold something needing upkeep (held concurrency slots). */
+  readonly #pinned = new Set<KeyState>();
   readonly #pending = new Set<Promise<unknown>>();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #telemetry: Telemetry;
-  readonly #stats = {
+  readonly #failover: Failover;
+  readonly #stats: Counters = {
     storeCalls: 0,
     storeErrors: 0,
     leasesGranted: 0,
@@ -160,6 +187,7 @@ export class Limiter {
     localDecisions: 0,
     decisions: 0,
   };
+  readonly #ctx: EngineContext;
   #closing: Promise<void> | undefined;
 
   constructor(options: LimiterOptions) {
@@ -173,12 +201,12 @@ export class Limiter {
     const store = options.store ?? new MemoryStore({ now: this.#now });
     if (typeof store.run !== 'function')
       throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
+    const gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
     const maxKeys = positiveInteger(options.maxKeys ?? 100_000, 'maxKeys');
-    this.#gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
-    this.#entries = new LRUCache<string, Entry>({
+    this.#entries = new LRUCache<string, KeyState>({
       max: maxKeys,
-      dispose: (entry, _id, reason) =>
-        this.#returnUnused(entry, reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
+      dispose: (state, _id, reason) =>
+        state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
     const sweepMs = options.sweepIntervalMs ?? 500;
     if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
@@ -191,16 +219,53 @@ export class Limiter {
       policies: () => [...this.#rules.keys()],
       stats: () => this.stats(),
     });
-    this.#failover = new Failover({
-      store: this.#telemetry.instrument(store),
+    const telemetry = this.#telemetry;
+    const failover = new Failover({
+      store: telemetry.instrument(store),
       now: this.#now,
       expectedInstances: options.expectedInstances ?? 1,
       breaker: options.breaker ?? {},
-      maxDebts: maxKeys,
+      maxKeys,
       track: (work) => this.#track(work),
-      onBreaker: (state) => this.#telemetry.breaker(state),
+      onBreaker: (state) => telemetry.breaker(state),
     });
-    this.#store = this.#failover.store;
+    this.#failover = failover;
+    const stats = this.#stats;
+    const limiter = this;
+    // 48 random bits: ids of two limiters collide with odds far below anything else that can go wrong.
+    const instanceId = randomBytes(6).toString('base64url');
+    let ids = 0;
+    this.#ctx = {
+      store: failover.store,
+      gate,
+      now: this.#now,
+      stats: this.#stats,
+      nextId: () => `${instanceId}.${(ids++).toString(36)}`,
+      track: (promise) => this.#track(promise),
+      peek: (id) => this.#entries.peek(id),
+      pin: (state) => this.#pinned.add(state),
+      unpin: (state) => this.#pinned.delete(state),
+      telemetry: {
+        leaseGranted(policy, key, tokens) {
+          telemetry.leaseGranted(policy, key, tokens);
+          const rule = limiter.#rules.get(policy);
+          if (rule) failover.granted(storageKey(rule.algorithm, rule.name, key), tokens);
+        },
+        leaseReturned: (...args) => telemetry.leaseReturned(...args),
+        stranded: (...args) => telemetry.stranded(...args),
+      },
+      suspended: (storageKey) => failover.store.suspended(storageKey),
+      answer(storeWaits, cost, check, decision) {
+        if (storeWaits === 0) stats.localDecisions++;
+        decision.source = storeWaits === 0 ? 'lease' : 'store';
+        const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
+        telemetry.decided(decision, cost, check?.route, decision.source, outcome);
+        return decision;
+      },
+      get closed() {
+        return limiter.#closing !== undefined;
+      },
+    };
     if (sweepMs > 0) this.#timer = setInterval(() => this.sweep(), sweepMs).unref();
   }
 
@@ -211,8 +276,9 @@ export class Limiter {
   async consume(policyOrChecks: string | readonly Check[], key?: string, cost = 1): Promise<Decision> {
     if (this.#closing) throw new ClosedError('Limiter');
     if (typeof policyOrChecks === 'string' || !Array.isArray(policyOrChecks)) {
-      const rule = this.#rule(policyOrChecks, 'policy');
-      return this.#consumeOne(rule, this.#key(key, 'key'), checkCost(cost, 'cost'));
+      const rule = this.#rule(policyOrChecks, 'policy', 'consume');
+      const outcome = await this.#check(rule, this.#key(key, 'key'), checkCost(cost, 'cost', rule));
+      return outcome.decision;
     }
     if (policyOrChecks.length === 0) throw new ArgumentError('checks', 'expected at least one check');
     const checks = policyOrChecks.map((c, i) => {
@@ -224,33 +290,23 @@ export class Limiter {
       if (c.shadow !== undefined && typeof c.shadow !== 'boolean') {
         throw new ArgumentError(`checks[${i}].shadow`, `expected a boolean, got ${typeof c.shadow}`);
       }
+      const rule = this.#rule(c.policy, `checks[${i}].policy`, 'consume');
       return {
-        rule: this.#rule(c.policy, `checks[${i}].policy`),
+        rule,
         key: this.#key(c.key, `checks[${i}].key`),
-        cost: checkCost(c.cost ?? 1, `checks[${i}].cost`),
+        cost: checkCost(c.cost ?? 1, `checks[${i}].cost`, rule),
         check: c,
       };
     });
-    const settled = await Promise.allSettled(
-      checks.map((c) => this.#consumeOne(c.rule, c.key, c.cost, c.check)),
-    );
-    const decisions = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const settled = await Promise.allSettled(checks.map((c) => this.#check(c.rule, c.key, c.cost, c.check)));
+    const outcomes = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const decisions = outcomes.map((o) => o.decision);
     const failure = settled.find((s) => s.status === 'rejected');
     const denied = decisions.filter((d) => !d.allowed);
     if (failure === undefined && denied.length === 0) return { ...tightest(decisions), checks: decisions };
-    const now = this.#now();
-    checks.forEach((c, i) => {
-      const s = settled[i];
-      if (s?.status === 'fulfilled' && s.value.allowed) this.#refund(c.rule, c.key, c.cost, now, s.value);
-    });
+    // The allowed rules are refunded, so each reports what is left after the refund.
+    const each = outcomes.map((o) => (o.decision.allowed && o.refund ? o.refund() : o.decision));
     if (failure) throw failure.reason;
-    // The allowed rules were refunded, so each reports what is left after the refund.
-    const each = decisions.map((d, i) => {
-      if (!d.allowed) return d;
-      const { rule, cost } = checks[i]!;
-      const remaining = Math.min(d.limit, d.remaining + cost);
-      return { ...d, remaining, resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs) };
-    });
     return { ...latestRetry(denied), checks: each };
   }
 
@@ -260,16 +316,16 @@ export class Limiter {
    */
   describe(policy: string): PolicyDescription {
     const rule = this.#rule(policy, 'policy');
-    return {
-      limit: rule.burst,
-      windowSeconds: Math.max(1, Math.ceil(rule.burst / rule.ratePerMs / 1000)),
-    };
+    return (ENGINES[rule.algorithm].describe as (r: Rule, now: number) => PolicyDescription)(
+      rule,
+      this.#now(),
+    );
   }
 
   /**
    * Replaces the policies without a restart. Validated eagerly: on a `ConfigError` nothing changes.
    * A policy whose compiled rule is unchanged keeps its local state and leases; a changed or removed
-   * one hands its leased tokens back (the shared bucket under the same name carries on).
+   * one hands its leased tokens back (the shared state under the same name carries on).
    */
   setPolicies(policies: Record<string, PolicyConfig>): void {
     if (this.#closing) throw new ClosedError('Limiter');
@@ -283,20 +339,73 @@ export class Limiter {
     for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }
 
-  /** Hands back leases whose time is up. Runs on a timer unless `sweepIntervalMs` is 0. */
+  /**
+   * Leaky-bucket policies: takes the next turn of the steady drain if it comes within `maxWaitMs`
+   * and says how long to wait for it (`delayMs`); refuses — taking nothing — when it is further off.
+   * `wait()` is this plus the waiting.
+   */
+  async reserve(policy: string, key: string, cost = 1, options: ReserveOptions = {}): Promise<Reservation> {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const rule = this.#rule(policy, 'policy', 'reserve');
+    const k = this.#key(key, 'key');
+    const c = checkCost(cost, 'cost', rule);
+    const maxWaitMs = options.maxWaitMs;
+    if (maxWaitMs !== undefined && (typeof maxWaitMs !== 'number' || !(maxWaitMs >= 0))) {
+      throw new ArgumentError('options.maxWaitMs', `expected a number of ms >= 0, got ${String(maxWaitMs)}`);
+    }
+    this.#stats.decisions++;
+    return this.#entry(rule, k).reserve!(c, maxWaitMs);
+  }
+
+  /**
+   * Leaky-bucket policies: slows down before refusing. Resolves with an allowed decision once the
+   * request's turn has come (at once if the drain has room), or at once with a refusal when the
+   * turn is more than `maxWaitMs` away. Aborting `signal` rejects with its reason and gives the
+   * turn back. Decisions use the limiter's clock; the wait itself is a timer.
+   */
+  async wait(policy: string, key: string, cost = 1, options: WaitOptions = {}): Promise<Decision> {
+    const { signal } = options;
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new ArgumentError('options.signal', 'expected an AbortSignal');
+    }
+    signal?.throwIfAborted();
+    const { delayMs, cancel, ...decision } = await this.reserve(policy, key, cost, options);
+    if (!decision.allowed) return decision;
+    try {
+      signal?.throwIfAborted();
+      if (delayMs > 0) await sleep(delayMs, signal);
+    } catch (err) {
+      await cancel();
+      throw err;
+    }
+    return decision;
+  }
+
+  /**
+   * Concurrency policies: holds `cost` slots until the handle's `release()`. A refused handle
+   * (`allowed: false`) holds nothing. Slots of a process that dies expire after the policy's
+   * `slotTtl`; the limiter renews the slots it holds on its sweep.
+   */
+  async acquire(policy: string, key: string, options: AcquireOptions = {}): Promise<SlotHandle> {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const rule = this.#rule(policy, 'policy', 'acquire');
+    const k = this.#key(key, 'key');
+    const cost = checkCost(options.cost ?? 1, 'options.cost', rule);
+    this.#stats.decisions++;
+    return this.#entry(rule, k).acquire!(cost);
+  }
+
+  /**
+   * Hands back leases whose time is up and renews held concurrency slots. Runs on a timer unless
+   * `sweepIntervalMs` is 0.
+   */
   sweep(): void {
     const now = this.#now();
-    for (const [id, entry] of this.#entries.entries()) {
-      if (entry.inflight) continue;
-      if (entry.segments.length > 0 && now >= entry.expiresAt) this.#returnUnused(entry, 'expired');
-      // An idle entry holds nothing worth keeping once its demand has decayed.
-      if (
-        entry.segments.length === 0 &&
-        now >= entry.deniedUntil &&
-        demandPerMs(entry.demand, now) * 1000 < 0.01
-      ) {
-        this.#entries.delete(id);
-      }
+    for (const [id, state] of this.#entries.entries()) {
+      if (state.sweep(now)) this.#entries.delete(id);
+    }
+    for (const state of this.#pinned) {
+      if (this.#entries.peek(state.storageKey) !== state) state.sweep(now);
     }
   }
 
@@ -322,12 +431,16 @@ export class Limiter {
     return this.#telemetry.topDenied(this.#rule(policy, 'policy').name, n);
   }
 
-  /** Hands every unused leased token back and stops. Idempotent; the store is left open. */
+  /**
+   * Hands every unused leased token (and leased concurrency slot not in use) back and stops.
+   * Idempotent; the store is left open. Slots still in use stay held until released or expired.
+   */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       clearInterval(this.#timer);
       await this.#settle();
       this.#entries.clear(); // dispose returns each entry's unused tokens
+      for (const state of this.#pinned) state.returnUnused('closed');
       await this.#settle();
       await this.#failover.flush(); // what a fallback admitted, if the store is back
       this.#telemetry.close();
@@ -339,11 +452,19 @@ export class Limiter {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 
-  #rule(name: unknown, field: string): Rule {
+  /** The rule named `name`; with `method`, one whose algorithm answers that method. */
+  #rule(name: unknown, field: string, method?: Method): Rule {
     const rule = typeof name === 'string' ? this.#rules.get(name) : undefined;
     if (!rule) {
       const known = [...this.#rules.keys()].map((k) => JSON.stringify(k)).join(', ');
       throw new ArgumentError(field, `unknown policy ${JSON.stringify(name)}; known policies: ${known}`);
+    }
+    const { methods } = ENGINES[rule.algorithm];
+    if (method !== undefined && !methods.includes(method)) {
+      throw new ArgumentError(
+        field,
+        `policy ${JSON.stringify(name)} is a ${rule.algorithm} policy: use ${methods.map((m) => `${m}()`).join(' or ')}`,
+      );
     }
     return rule;
   }
@@ -353,282 +474,38 @@ export class Limiter {
     return key;
   }
 
-  #entry(rule: Rule, key: string): Entry {
+  #entry(rule: Rule, key: string): KeyState {
     const id = storageKey(rule.algorithm, rule.name, key);
-    let entry = this.#entries.get(id);
-    if (!entry) {
-      entry = {
-        rule,
-        key,
-        storageKey: id,
-        segments: [],
-        expiresAt: 0,
-        demand: { sum: 0, at: this.#now() },
-        lastGrant: 0,
-        deniedUntil: 0,
-        deniedCost: 0,
-        level: rule.burst,
-        levelAt: this.#now(),
-        inflight: undefined,
-        fallback: this.#failover.state(rule, key, id, this.#now()),
-      };
-      this.#entries.set(id, entry);
+    let state = this.#entries.get(id);
+    if (!state) {
+      state = ENGINES[rule.algorithm].open(this.#ctx, rule as never, key, id);
+      this.#entries.set(id, state);
     }
-    return entry;
+    return state;
   }
 
   /** `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow). */
-  async #consumeOne(rule: Rule, key: string, cost: number, check?: Check): Promise<Decision> {
+  async #check(rule: Rule, key: string, cost: number, check?: Check): Promise<Consumed> {
     this.#stats.decisions++;
-    const entry = this.#entry(rule, key);
-    noteDemand(entry.demand, this.#now(), cost);
-    if (cost > rule.burst) {
-      return this.#answer(0, cost, check, this.#deny(entry, this.#now(), Number.POSITIVE_INFINITY, 'lease'));
-    }
-    if (rule.exact) return this.#consumeExact(entry, cost, check);
-    for (let attempt = 0; ; attempt++) {
-      const now = this.#now();
-      const source = attempt === 0 ? 'lease' : 'store';
-      if (entry.segments.length > 0 && now >= entry.expiresAt && !entry.inflight) {
-        this.#returnUnused(entry, 'expired');
-      }
-      if (lease.take(entry.segments, now, cost)) {
-        this.#refillAhead(entry, now);
-        return this.#answer(attempt, cost, check, this.#allow(entry, now, source));
-      }
-      // Tokens already reserved for us exist later: the shared bucket is empty until then.
-      const wait = lease.msUntilAvailable(entry.segments, now, cost);
-      if (Number.isFinite(wait)) {
-        return this.#answer(attempt, cost, check, this.#deny(entry, now, wait, source));
-      }
-      if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-        return this.#answer(attempt, cost, check, this.#deny(entry, now, entry.deniedUntil - now, source));
-      }
-      if (attempt === MAX_ATTEMPTS) {
-        return this.#answer(attempt, cost, check, this.#deny(entry, now, cost / rule.ratePerMs, source));
-      }
-      const acquired = this.#acquire(entry, cost - lease.unused(entry.segments));
-      // While the store is suspended no request waits on it: the call is at most a probe, and its
-      // lease (if the store is back) serves the requests that come after it.
-      if (this.#failover.store.suspended(entry.storageKey)) {
-        acquired.catch(() => {});
-        return this.#fallback(attempt, entry, cost, check);
-      }
-      try {
-        await acquired;
-      } catch (err) {
-        return this.#fallback(attempt + 1, entry, cost, check, err);
-      }
-    }
-  }
-
-  /** Exact mode: one store call per decision, nothing held locally but the deny cache. */
-  async #consumeExact(entry: Entry, cost: number, check: Check | undefined): Promise<Decision> {
-    const now = this.#now();
-    if (now < entry.deniedUntil && cost >= entry.deniedCost) {
-      return this.#answer(0, cost, check, this.#deny(entry, now, entry.deniedUntil - now, 'lease'));
-    }
-    const { rule } = entry;
-    const request = {
-      rate: rule.rate,
-      periodMs: rule.periodMs,
-      burst: rule.burst,
-      want: cost,
-      min: cost,
-      ahead: 0,
-    };
-    this.#stats.storeCalls++;
-    let result: AcquireResult;
+    const state = this.#entry(rule, key);
     try {
-      result = await this.#gate(() => this.#store.run(tokenBucketAcquire, entry.storageKey, request));
+      return await state.consume!(cost, check);
     } catch (err) {
-      this.#stats.storeErrors++;
-      return this.#fallback(1, entry, cost, check, err);
+      // The store failed or is suspended: the rule's fail policy decides (README "Failure behaviour").
+      if (!(err instanceof TokenleaseError) || !err.code.startsWith('ERR_TOKENLEASE_STORE')) throw err;
+      const waited = !(err instanceof StoreUnavailableError);
+      if (!waited) this.#stats.localDecisions++;
+      const consumed = this.#failover.decide(rule, key, state.storageKey, cost);
+      const { decision } = consumed;
+      const outcome = decision.allowed ? 'failed-open' : 'failed-closed';
+      this.#telemetry.decided(decision, cost, check?.route, 'fallback', outcome);
+      return consumed;
     }
-    const at = this.#now();
-    entry.level = result.levelBefore - result.granted;
-    entry.levelAt = at;
-    if (result.granted > 0) {
-      this.#failover.granted(entry.fallback, result.granted, at);
-      return this.#answer(1, cost, check, this.#allow(entry, at, 'store'));
-    }
-    entry.deniedUntil = at + msUntilRoom(result.levelBefore, request);
-    entry.deniedCost = cost;
-    return this.#answer(1, cost, check, this.#deny(entry, at, entry.deniedUntil - at, 'store'));
-  }
-
-  /** The store failed or is suspended: the rule's fail policy decides (README "Failure behaviour"). */
-  #fallback(
-    storeWaits: number,
-    entry: Entry,
-    cost: number,
-    check: Check | undefined,
-    err?: unknown,
-  ): Decision {
-    if (err !== undefined && !(err instanceof TokenleaseError)) throw err;
-    const now = this.#now();
-    const { remaining } = this.#decision(entry, now, true, 0, 'fallback');
-    return this.#answer(storeWaits, cost, check, this.#failover.decide(entry.fallback, cost, now, remaining));
-  }
-
-  /** `storeWaits`: store calls this decision waited for (0: answered locally). */
-  #answer(storeWaits: number, cost: number, check: Check | undefined, decision: Decision): Decision {
-    if (storeWaits === 0) this.#stats.localDecisions++;
-    const outcome =
-      decision.source === 'fallback'
-        ? decision.allowed
-          ? 'failed-open'
-          : 'failed-closed'
-        : decision.allowed
-          ? 'allowed'
-          : check?.shadow
-            ? 'shadow-denied'
-            : 'denied';
-    this.#telemetry.decided(decision, cost, check?.route, decision.source ?? 'lease', outcome);
-    return decision;
-  }
-
-  /** Starts the next lease before this one runs out, so the hot path rarely waits on the store. */
-  #refillAhead(entry: Entry, now: number): void {
-    const { rule } = entry;
-    if (rule.exact || entry.inflight || now < entry.deniedUntil) return;
-    if (lease.unused(entry.segments) > Math.ceil(entry.lastGrant / 4)) return;
-    this.#acquire(entry, 1).catch(() => {});
-  }
-
-  /** Single-flight: concurrent misses for one key share one store call. */
-  #acquire(entry: Entry, min: number): Promise<void> {
-    if (entry.inflight) return entry.inflight;
-    const { rule } = entry;
-    const want = this.#leaseSize(entry, min);
-    const request = {
-      rate: rule.rate,
-      periodMs: rule.periodMs,
-      burst: rule.burst,
-      want,
-      min: Math.min(min, want),
-      ahead: rule.ahead,
-    };
-    this.#stats.storeCalls++;
-    const call = this.#gate(() => this.#store.run(tokenBucketAcquire, entry.storageKey, request))
-      .then((result) => {
-        const now = this.#now();
-        entry.level = result.levelBefore - result.granted;
-        entry.levelAt = now;
-        if (result.granted === 0) {
-          entry.deniedUntil = now + msUntilRoom(result.levelBefore, request);
-          entry.deniedCost = request.min;
-          return;
-        }
-        this.#stats.leasesGranted++;
-        this.#stats.tokensLeased += result.granted;
-        this.#telemetry.leaseGranted(rule.name, entry.key, result.granted);
-        this.#failover.granted(entry.fallback, result.granted, now);
-        entry.lastGrant = result.granted;
-        entry.deniedUntil = 0;
-        entry.segments.push({
-          at: now,
-          levelBefore: result.levelBefore,
-          size: result.granted,
-          ratePerMs: rule.ratePerMs,
-          used: 0,
-        });
-        entry.expiresAt = lease.fullyCoveredAt(entry.segments) + rule.leaseTtlMs;
-        // Evicted or closed while the call was in flight: nobody will spend these tokens.
-        if (this.#entries.peek(entry.storageKey) !== entry) this.#returnUnused(entry, 'orphaned');
-      })
-      .catch((err: unknown) => {
-        this.#stats.storeErrors++;
-        throw err;
-      })
-      .finally(() => {
-        entry.inflight = undefined;
-      });
-    entry.inflight = call;
-    this.#track(call);
-    return call;
-  }
-
-  /**
-   * Lease size: this instance's demand over the horizon, doubling from 1 for a key without history
-   * (slow start), at most `maxLease` (about 10 % of the limit), and never below what is waiting.
-   */
-  #leaseSize(entry: Entry, min: number): number {
-    const { rule } = entry;
-    if (rule.exact) return min;
-    const demand = Math.ceil(demandPerMs(entry.demand, this.#now()) * rule.horizonMs);
-    const slowStart = Math.max(1, entry.lastGrant * 2);
-    return Math.max(min, Math.min(rule.maxLease, slowStart, Math.max(1, demand)));
-  }
-
-  #returnUnused(entry: Entry, reason: ReturnReason): void {
-    const tokens = lease.unused(entry.segments);
-    entry.segments = [];
-    if (tokens <= 0) return;
-    const { rule } = entry;
-    this.#stats.storeCalls++;
-    this.#stats.tokensReturned += tokens;
-    this.#telemetry.leaseReturned(rule.name, entry.key, tokens, reason);
-    const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens };
-    this.#track(
-      this.#gate(() => this.#store.run(tokenBucketRelease, entry.storageKey, request)).catch(() => {
-        this.#stats.storeErrors++;
-        this.#telemetry.stranded(rule.name, entry.key, tokens);
-      }),
-    );
-  }
-
-  #refund(rule: Rule, key: string, cost: number, now: number, decision: Decision): void {
-    const entry = this.#entries.peek(storageKey(rule.algorithm, rule.name, key));
-    if (!entry) return;
-    if (decision.source === 'fallback') this.#failover.refund(entry.fallback, cost, now);
-    else lease.refund(entry.segments, now, cost);
   }
 
   #track(promise: Promise<unknown>): void {
     const tracked = promise.catch(() => {});
     this.#pending.add(tracked);
     tracked.finally(() => this.#pending.delete(tracked));
-  }
-
-  #globalLevel(entry: Entry, now: number): number {
-    const { rule } = entry;
-    return Math.min(rule.burst, entry.level + Math.max(0, now - entry.levelAt) * rule.ratePerMs);
-  }
-
-  #decision(
-    entry: Entry,
-    now: number,
-    allowed: boolean,
-    retryAfterMs: number,
-    source: DecisionSource,
-  ): Decision {
-    const { rule } = entry;
-    const estimate = this.#globalLevel(entry, now) + lease.available(entry.segments, now);
-    const remaining = Math.max(0, Math.min(rule.burst, Math.floor(estimate)));
-    return {
-      allowed,
-      policy: rule.name,
-      key: entry.key,
-      limit: rule.burst,
-      remaining,
-      resetMs: Math.ceil((rule.burst - remaining) / rule.ratePerMs),
-      retryAfterMs,
-      source,
-    };
-  }
-
-  #allow(entry: Entry, now: number, source: DecisionSource): Decision {
-    return this.#decision(entry, now, true, 0, source);
-  }
-
-  #deny(entry: Entry, now: number, retryAfterMs: number, source: DecisionSource): Decision {
-    return this.#decision(
-      entry,
-      now,
-      false,
-      retryAfterMs === Number.POSITIVE_INFINITY ? retryAfterMs : Math.ceil(retryAfterMs),
-      source,
-    );
   }
 }

@@ -1,3 +1,4 @@
+import { MONTH } from './algorithms/fixedWindow.js';
 import { type Duration, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 
@@ -60,7 +61,161 @@ export interface TokenBucketPolicy {
   fail?: FailMode;
 }
 
-export type PolicyConfig = TokenBucketPolicy;
+/** Lease tuning of the windowed counters: a lease is a slice of the current window's quota. */
+export interface WindowLeaseOptions {
+  /**
+   * Largest slice, as a fraction of the quota still left in the window (so slices shrink as the
+   * window's quota runs out, down to 1 token: near the limit every decision is exact).
+   * @default 0.1
+   */
+  maxFraction?: number;
+  /**
+   * How long after its grant an unused slice is handed back (to the same window; a slice is
+   * dropped when its window ends).
+   * @default '2s'
+   */
+  ttl?: Duration;
+  /**
+   * Slices are sized to this much of the instance's recent demand, and never to more than it can
+   * use before the window ends. Accuracy falls as the horizon grows against the window (tokens
+   * held at one instance while another's requests are refused, and lost when the window ends), so
+   * short windows get a short horizon — and leasing saves little when each instance sees only a
+   * few tokens per window.
+   * @default '500ms', or a fortieth of the window when that is shorter
+   */
+  horizon?: Duration;
+}
+
+export interface FixedWindowPolicy {
+  algorithm: 'fixed-window';
+  /** Most tokens per window. Also the policy's `limit`. */
+  limit: number;
+  /**
+   * Window length, aligned to the Unix epoch (so `'1d'` runs from UTC midnight to UTC midnight),
+   * or `'month'` for calendar months in UTC.
+   */
+  window: Duration | 'month';
+  /**
+   * Lease tuning, or `'exact'` for one store call per decision (lease = the cost).
+   * @default {} (leased, with the defaults of `WindowLeaseOptions`)
+   */
+  lease?: WindowLeaseOptions | 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour").
+   * @default 'local'
+   */
+  fail?: FailMode;
+}
+
+export interface SlidingWindowPolicy {
+  algorithm: 'sliding-window';
+  /** Most tokens per sliding window (estimated from two fixed windows). Also the policy's `limit`. */
+  limit: number;
+  /** Window length, aligned to the Unix epoch. */
+  window: Duration;
+  /**
+   * Lease tuning, or `'exact'` for one store call per decision (lease = the cost).
+   * @default {} (leased, with the defaults of `WindowLeaseOptions`)
+   */
+  lease?: WindowLeaseOptions | 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour").
+   * @default 'local'
+   */
+  fail?: FailMode;
+}
+
+export interface SlidingLogPolicy {
+  algorithm: 'sliding-log';
+  /** Most units admitted in any interval of length `window` (an integer). Also the policy's `limit`. */
+  limit: number;
+  window: Duration;
+  /**
+   * Quantised mode: count in buckets of this length instead of one entry per unit. Memory becomes
+   * at most `window / quantum + 1` counters; an admitted unit is forgotten up to `quantum` late.
+   * @default undefined (exact: one entry per admitted unit)
+   */
+  quantum?: Duration;
+  /**
+   * Always exact (it exists for exactness); `'exact'` is accepted so any policy can say it.
+   * @default 'exact'
+   */
+  lease?: 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour").
+   * @default 'local'
+   */
+  fail?: FailMode;
+}
+
+export interface LeakyBucketPolicy {
+  algorithm: 'leaky-bucket';
+  /** Units drained per `period`. */
+  rate: number;
+  /** @default '1s' */
+  period?: Duration;
+  /**
+   * Units that pass at once into an empty bucket. Also the policy's `limit`.
+   * @default 1 (pure shaping: requests leave exactly `period / rate` apart)
+   */
+  burst?: number;
+  /**
+   * How long `wait()` and `reserve()` may make a request wait when the call does not say
+   * (0: never); `consume()` never waits.
+   * @default '1s'
+   */
+  maxWait?: Duration;
+  /**
+   * Always exact: every decision reserves a turn in the shared drain.
+   * @default 'exact'
+   */
+  lease?: 'exact';
+  /**
+   * What `consume()` does while the store is unreachable (README "Failure behaviour"); `reserve()`
+   * and `wait()` reject with the store's error instead.
+   * @default 'local'
+   */
+  fail?: FailMode;
+}
+
+/** Lease tuning of concurrency slots: an instance may hold a block of free slots. */
+export interface ConcurrencyLeaseOptions {
+  /**
+   * Largest block, as a fraction of the slots free across the cluster (shrinking to 1 near the limit).
+   * @default 0.1
+   */
+  maxFraction?: number;
+  /**
+   * How long a leased slot may sit unused at an instance before it is handed back.
+   * @default '2s'
+   */
+  ttl?: Duration;
+}
+
+export interface ConcurrencyPolicy {
+  algorithm: 'concurrency';
+  /** Most slots held at once (an integer). Also the policy's `limit`. */
+  limit: number;
+  /**
+   * A held slot expires this long after its last renewal. The limiter renews the slots it holds
+   * (on its sweep timer), so only the slots of an instance that died expire.
+   * @default '30s'
+   */
+  slotTtl?: Duration;
+  /**
+   * Lease tuning, or `'exact'` for one store call per acquire and per release.
+   * @default {} (leased, with the defaults of `ConcurrencyLeaseOptions`)
+   */
+  lease?: ConcurrencyLeaseOptions | 'exact';
+}
+
+export type PolicyConfig =
+  | TokenBucketPolicy
+  | FixedWindowPolicy
+  | SlidingWindowPolicy
+  | SlidingLogPolicy
+  | LeakyBucketPolicy
+  | ConcurrencyPolicy;
 export type Algorithm = PolicyConfig['algorithm'];
 
 /** A validated policy with every default filled in and units in ms. */
@@ -80,9 +235,63 @@ export interface TokenBucketRule {
   readonly fail: FailMode;
 }
 
-export type Rule = TokenBucketRule;
+export interface WindowRule<A extends WindowAlgorithm = WindowAlgorithm> {
+  readonly name: string;
+  readonly algorithm: A;
+  readonly limit: number;
+  /** Window length in ms; `MONTH` (0) for calendar months (fixed window only). */
+  readonly windowMs: number;
+  readonly exact: boolean;
+  readonly maxFraction: number;
+  readonly leaseTtlMs: number;
+  readonly horizonMs: number;
+  readonly fail: FailMode;
+}
 
-const ALGORITHMS: readonly string[] = ['token-bucket'];
+/** Costs must be whole numbers (one log entry, one slot, per unit). */
+interface WholeUnits {
+  readonly wholeUnits: true;
+}
+
+export interface SlidingLogRule extends WholeUnits {
+  readonly name: string;
+  readonly algorithm: 'sliding-log';
+  readonly limit: number;
+  readonly windowMs: number;
+  /** 0 for the exact log. */
+  readonly quantumMs: number;
+  readonly fail: FailMode;
+}
+
+export interface LeakyBucketRule {
+  readonly name: string;
+  readonly algorithm: 'leaky-bucket';
+  readonly rate: number;
+  readonly periodMs: number;
+  readonly burst: number;
+  readonly maxWaitMs: number;
+  readonly fail: FailMode;
+}
+
+export interface ConcurrencyRule extends WholeUnits {
+  readonly name: string;
+  readonly algorithm: 'concurrency';
+  readonly limit: number;
+  readonly slotTtlMs: number;
+  readonly exact: boolean;
+  readonly maxFraction: number;
+  readonly leaseTtlMs: number;
+}
+
+type WindowAlgorithm = 'fixed-window' | 'sliding-window';
+
+export type Rule =
+  | TokenBucketRule
+  | WindowRule<'fixed-window'>
+  | WindowRule<'sliding-window'>
+  | SlidingLogRule
+  | LeakyBucketRule
+  | ConcurrencyRule;
 
 /** Token counts above this would lose whole tokens to double rounding. */
 const MAX_TOKENS = 1e15;
@@ -183,20 +392,137 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
   };
 }
 
+function integer(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new ConfigError(field, `expected an integer from 1 and up, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** `lease` of an algorithm that is always exact: absent or `'exact'`. */
+function alwaysExact(lease: unknown, field: string, algorithm: string): void {
+  if (lease !== undefined && lease !== 'exact') {
+    throw new ConfigError(`${field}.lease`, `${algorithm} is always exact: expected 'exact' or nothing`);
+  }
+}
+
+function leaseObject<T extends object>(lease: unknown, field: string): T {
+  if (typeof lease !== 'object' || lease === null) {
+    throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${String(lease)}`);
+  }
+  return lease as T;
+}
+
+function windowed<A extends WindowAlgorithm>(
+  name: string,
+  raw: FixedWindowPolicy | SlidingWindowPolicy,
+  field: string,
+  algorithm: A,
+): WindowRule<A> {
+  const limit = positive(raw.limit, `${field}.limit`);
+  let windowMs: number;
+  if (raw.window === 'month') {
+    if (algorithm !== 'fixed-window') {
+      throw new ConfigError(
+        `${field}.window`,
+        `calendar months are for 'fixed-window' only; give a duration`,
+      );
+    }
+    windowMs = MONTH;
+  } else {
+    windowMs = parseDuration(raw.window, `${field}.window`);
+  }
+  const rule = { name, algorithm, limit, windowMs, fail: failMode(raw.fail, `${field}.fail`) };
+  if (raw.lease === 'exact') {
+    return { ...rule, exact: true, maxFraction: 0, leaseTtlMs: 0, horizonMs: 0 };
+  }
+  const lease = leaseObject<WindowLeaseOptions>(raw.lease ?? {}, field);
+  return {
+    ...rule,
+    exact: false,
+    maxFraction:
+      lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`),
+    leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
+    horizonMs:
+      lease.horizon === undefined
+        ? Math.min(500, windowMs === MONTH ? 500 : windowMs / 40)
+        : parseDuration(lease.horizon, `${field}.lease.horizon`),
+  };
+}
+
+/** Most buckets a quantised log may have, so a refused request's walk over them stays short. */
+const MAX_BUCKETS = 10_000;
+
+function slidingLog(name: string, raw: SlidingLogPolicy, field: string): SlidingLogRule {
+  const limit = integer(raw.limit, `${field}.limit`);
+  const windowMs = parseDuration(raw.window, `${field}.window`);
+  alwaysExact(raw.lease, field, 'sliding-log');
+  let quantumMs = 0;
+  if (raw.quantum !== undefined) {
+    quantumMs = parseDuration(raw.quantum, `${field}.quantum`);
+    if (quantumMs > windowMs || windowMs / quantumMs > MAX_BUCKETS) {
+      throw new ConfigError(
+        `${field}.quantum`,
+        `expected a duration from window / ${MAX_BUCKETS} (${windowMs / MAX_BUCKETS} ms) up to the window (${windowMs} ms), got ${quantumMs} ms`,
+      );
+    }
+  }
+  const fail = failMode(raw.fail, `${field}.fail`);
+  return { name, algorithm: 'sliding-log', limit, windowMs, quantumMs, wholeUnits: true, fail };
+}
+
+function leakyBucket(name: string, raw: LeakyBucketPolicy, field: string): LeakyBucketRule {
+  alwaysExact(raw.lease, field, 'leaky-bucket');
+  // 0 is allowed here (never wait), unlike durations elsewhere.
+  const maxWaitMs = raw.maxWait === 0 ? 0 : parseDuration(raw.maxWait ?? '1s', `${field}.maxWait`);
+  return {
+    name,
+    algorithm: 'leaky-bucket',
+    rate: positive(raw.rate, `${field}.rate`),
+    periodMs: parseDuration(raw.period ?? '1s', `${field}.period`),
+    burst: raw.burst === undefined ? 1 : positive(raw.burst, `${field}.burst`),
+    maxWaitMs,
+    fail: failMode(raw.fail, `${field}.fail`),
+  };
+}
+
+function concurrency(name: string, raw: ConcurrencyPolicy, field: string): ConcurrencyRule {
+  const limit = integer(raw.limit, `${field}.limit`);
+  const slotTtlMs = parseDuration(raw.slotTtl ?? '30s', `${field}.slotTtl`);
+  const rule = { name, algorithm: 'concurrency', limit, slotTtlMs, wholeUnits: true } as const;
+  if (raw.lease === 'exact') return { ...rule, exact: true, maxFraction: 0, leaseTtlMs: 0 };
+  const lease = leaseObject<ConcurrencyLeaseOptions>(raw.lease ?? {}, field);
+  return {
+    ...rule,
+    exact: false,
+    maxFraction:
+      lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`),
+    leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
+  };
+}
+
+const COMPILERS: { [A in Algorithm]: (name: string, raw: never, field: string) => Rule } = {
+  'token-bucket': tokenBucket,
+  'fixed-window': (name, raw, field) => windowed(name, raw, field, 'fixed-window'),
+  'sliding-window': (name, raw, field) => windowed(name, raw, field, 'sliding-window'),
+  'sliding-log': slidingLog,
+  'leaky-bucket': leakyBucket,
+  concurrency,
+};
+
 /** Validates one policy; errors name the field as `policies.<name>.<option>`. */
 export function compilePolicy(name: string, raw: unknown): Rule {
   const field = `policies.${name}`;
   if (typeof raw !== 'object' || raw === null) throw new ConfigError(field, 'expected a policy object');
   const algorithm = (raw as { algorithm?: unknown }).algorithm;
-  switch (algorithm) {
-    case 'token-bucket':
-      return tokenBucket(name, raw as TokenBucketPolicy, field);
-    default:
-      throw new ConfigError(
-        `${field}.algorithm`,
-        `expected one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}, got ${JSON.stringify(algorithm)}`,
-      );
+  if (typeof algorithm !== 'string' || !Object.hasOwn(COMPILERS, algorithm)) {
+    const known = Object.keys(COMPILERS).map((a) => `'${a}'`);
+    throw new ConfigError(
+      `${field}.algorithm`,
+      `expected one of ${known.join(', ')}, got ${JSON.stringify(algorithm)}`,
+    );
   }
+  return COMPILERS[algorithm as Algorithm](name, raw as never, field);
 }
 
 export function compilePolicies(raw: unknown): Map<string, Rule> {

@@ -6,9 +6,10 @@ import {
   Limiter,
   MemoryStore,
   type PolicyConfig,
+  type TokenBucketPolicy,
 } from '../src/index.js';
 
-const bucket = (rate: number, burst = rate, extra: Partial<PolicyConfig> = {}): PolicyConfig => ({
+const bucket = (rate: number, burst = rate, extra: Partial<TokenBucketPolicy> = {}): PolicyConfig => ({
   algorithm: 'token-bucket',
   rate,
   period: '1s',

@@ -25,8 +25,10 @@ export interface Operation<S, Req, Res> {
  * - A failed or timed-out `run` rejects with a `TokenleaseError`; it is never retried blindly,
  *   because the operation may have been applied.
  *
- * The limiter calls `run` only on a lease miss, a lease return or a refill-ahead, never per request;
- * it never calls `run` after `close()`.
+ * The limiter calls `run` only on a lease miss, a lease return or a refill-ahead, never per request
+ * (except in exact mode and for the always-exact algorithms); after `close()` it calls `run` only
+ * to free concurrency slots whose holders release them late (a failure there is ignored: the
+ * slots then expire).
  */
 export interface Store {
   run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res>;

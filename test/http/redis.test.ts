@@ -68,12 +68,12 @@ describe('HTTP rate limiting on a RedisStore', () => {
     // The limiter applies the fail policy, so the HTTP layer sees decisions, not store errors.
     const closed = new Limiter({
       store,
-      policies: { p: { ...tokenBucket(100), fail: 'closed' } },
+      policies: { p: { algorithm: 'token-bucket', rate: 100, fail: 'closed' } },
       sweepIntervalMs: 0,
     });
     const open = new Limiter({
       store,
-      policies: { p: { ...tokenBucket(100), fail: 'open' } },
+      policies: { p: { algorithm: 'token-bucket', rate: 100, fail: 'open' } },
       sweepIntervalMs: 0,
     });
     // Keyed by API key, so a key never seen before needs a store call.

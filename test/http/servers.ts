@@ -6,7 +6,7 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import { type ExpressRateLimitOptions, rateLimit as expressRateLimit } from '../../src/http/express.js';
 import { type FastifyRateLimitOptions, rateLimitPlugin } from '../../src/http/fastify.js';
 import { rateLimit as nodeRateLimit, type RateLimitInfo } from '../../src/http/index.js';
-import { Limiter, MemoryStore, type PolicyConfig } from '../../src/index.js';
+import { Limiter, MemoryStore, type PolicyConfig, type TokenBucketPolicy } from '../../src/index.js';
 
 export type AdapterName = 'node' | 'express' | 'fastify';
 export const ADAPTERS: readonly AdapterName[] = ['node', 'express', 'fastify'];
@@ -37,7 +37,11 @@ export function virtualClock(start = 1_700_000_000_000) {
   };
 }
 
-export function tokenBucket(rate: number, period: PolicyConfig['period'] = '1s', burst = rate): PolicyConfig {
+export function tokenBucket(
+  rate: number,
+  period: TokenBucketPolicy['period'] = '1s',
+  burst = rate,
+): PolicyConfig {
   return { algorithm: 'token-bucket', rate, period, burst };
 }
 

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Decision, Limiter, RedisStore } from '../../src/index.js';
+import { type Decision, Limiter, MemoryStore, RedisStore } from '../../src/index.js';
+import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
 
 afterAll(closeAllClients);
@@ -57,5 +58,38 @@ describe('gateway clock skew changes nothing (the store uses Redis TIME)', () =>
     expect(Math.max(...waits), 'retry times are milliseconds, not minutes').toBeLessThanOrEqual(1000);
     await Promise.all(limiters.map((l) => l.close()));
     await store.close();
+  });
+});
+
+describe('a store clock that jumps', () => {
+  // Explicit clocks stand in for Redis TIME here: the system clock of the test machine cannot move.
+  it('backwards: Lua and MemoryStore both refill from the new time instead of waiting out the jump', async () => {
+    const clock = { t: 1_700_000_000_000 };
+    const now = () => clock.t;
+    const redis = new RedisStore({
+      client: redisClient(),
+      prefix: uniquePrefix('jump'),
+      timeoutMs: 1000,
+      now,
+    });
+    await redis.ready();
+    const memory = new MemoryStore({ now });
+    const req = (want: number) => ({ rate: 10, periodMs: 1000, burst: 10, want, min: want, ahead: 0 });
+    const both = async (want: number) => {
+      const [a, b] = await Promise.all([
+        redis.run(tokenBucketAcquire, 'k', req(want)),
+        memory.run(tokenBucketAcquire, 'k', req(want)),
+      ]);
+      expect(a, 'Lua and TypeScript agree').toEqual(b);
+      return a;
+    };
+    expect((await both(10)).granted, 'the whole burst').toBe(10);
+    clock.t -= 3_600_000; // an hour back
+    expect((await both(1)).granted, 'empty, nothing refilled by going back').toBe(0);
+    clock.t += 100; // one token at 10/s
+    expect((await both(1)).granted, 'a token after 100 ms, not after an hour').toBe(1);
+    clock.t += 24 * 3_600_000; // a day forward
+    expect((await both(100)).levelBefore, 'a forward jump refills at most the burst').toBe(10);
+    await redis.close();
   });
 });

@@ -1,0 +1,159 @@
+/**
+ * How an algorithm plugs into the `Limiter`: an engine opens a `KeyState` per (policy, key), which
+ * decides from local lease state and goes to the store through the `EngineContext`. The limiter
+ * owns what is common — policy lookup, argument checks, the LRU of key states, multi-rule
+ * all-or-nothing with refunds, stats, `sweep()` and `close()` — and never looks inside a KeyState.
+ */
+import type { LimitFunction } from 'p-limit';
+import type { Check, Decision, Reservation, SlotHandle } from '../decision.js';
+import type { PolicyDescription } from '../limiter.js';
+import type { ReturnReason } from '../observe/events.js';
+import type { Telemetry } from '../observe/telemetry.js';
+import type { Rule } from '../policy.js';
+import type { Operation, Store } from '../stores/store.js';
+
+/** Counters every engine keeps up to date; `Limiter.stats()` reports them. */
+export interface Counters {
+  storeCalls: number;
+  storeErrors: number;
+  leasesGranted: number;
+  tokensLeased: number;
+  tokensReturned: number;
+  localDecisions: number;
+  decisions: number;
+}
+
+/** What the limiter lends its engines. */
+export interface EngineContext {
+  readonly store: Store;
+  /** Bounds the store calls in flight. */
+  readonly gate: LimitFunction;
+  readonly now: () => number;
+  readonly stats: Counters;
+  /** An id no other call of any limiter uses: names what a call writes into shared state (log entries, slots). */
+  nextId(): string;
+  /** Makes `close()` wait for a background store call. */
+  track(promise: Promise<unknown>): void;
+  /** The key state the limiter currently holds under `storageKey`, if any. */
+  peek(storageKey: string): KeyState | undefined;
+  /**
+   * Keeps a state swept even after the LRU evicted it, while it holds something that needs upkeep
+   * (concurrency slots in use must be renewed). `unpin` when it holds nothing more.
+   */
+  pin(state: KeyState): void;
+  unpin(state: KeyState): void;
+  /** True once `close()` was called. */
+  readonly closed: boolean;
+  /**
+   * Whether store calls for `storageKey` are suspended by the circuit breaker (or one is probing).
+   * An engine should then not make a request wait for its store call: rejecting with
+   * `StoreUnavailableError` lets the rule's fail policy answer at once.
+   */
+  suspended(storageKey: string): boolean;
+  /** Lease events for observers. */
+  readonly telemetry: Pick<Telemetry, 'leaseGranted' | 'leaseReturned' | 'stranded'>;
+  /**
+   * Every decision passes through here on its way out: counted as local when it waited for no
+   * store call (`storeWaits` 0), and reported to observers. Returns `decision`.
+   */
+  answer(storeWaits: number, cost: number, check: Check | undefined, decision: Decision): Decision;
+}
+
+/** One check of a `consume`: the decision, and how to give back what an admission took. */
+export interface Consumed {
+  readonly decision: Decision;
+  /**
+   * Undoes an allowed decision (a multi-rule check that another rule refused) and returns the
+   * decision as it stands after the refund.
+   */
+  readonly refund?: () => Decision;
+}
+
+/** Local state and behaviour of one (policy, key). */
+export interface KeyState {
+  readonly rule: Rule;
+  readonly storageKey: string;
+  /** `check`: the caller's check of a multi-rule consume (route, shadow), for observers. */
+  consume?(cost: number, check?: Check): Promise<Consumed>;
+  /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
+  reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
+  /** Slot algorithms: hold slots until released (`Limiter.acquire`). */
+  acquire?(cost: number): Promise<SlotHandle>;
+  /** Hands back whatever is leased (lease expiry, eviction, close). Never throws. */
+  returnUnused(reason: ReturnReason): void;
+  /** Periodic upkeep; true when the state holds nothing worth keeping and may be forgotten. */
+  sweep(now: number): boolean;
+}
+
+/** The `Limiter` methods a policy answers: `consume`, `reserve` (shaping), `acquire` (slots). */
+export type Method = 'consume' | 'reserve' | 'acquire';
+
+export interface Engine<R extends Rule> {
+  /** Opens the local state of one (policy, key). */
+  open(ctx: EngineContext, rule: R, key: string, storageKey: string): KeyState;
+  /** The methods its key states implement (`consume` always returns an `Consumed`). */
+  readonly methods: readonly Method[];
+  /** Limit and window of a rule, for response headers (`Limiter.describe`). */
+  describe(rule: R, now: number): PolicyDescription;
+}
+
+/** A refunded decision: `cost` more remains (up to the limit); the reset time is the engine's to say. */
+export function refunded(decision: Decision, cost: number, resetMs = decision.resetMs): Decision {
+  return { ...decision, remaining: Math.min(decision.limit, decision.remaining + cost), resetMs };
+}
+
+/** Whole seconds of a duration in ms, at least 1 (`PolicyDescription.windowSeconds`). */
+export function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/** One store call through the gate, counted in the stats; rejects as the store does. */
+export function storeCall<S, Req, Res>(
+  ctx: EngineContext,
+  op: Operation<S, Req, Res>,
+  storageKey: string,
+  req: Req,
+): Promise<Res> {
+  ctx.stats.storeCalls++;
+  return ctx
+    .gate(() => ctx.store.run(op, storageKey, req))
+    .catch((err: unknown) => {
+      ctx.stats.storeErrors++;
+      throw err;
+    });
+}
+
+/**
+ * Hands leased tokens back in the background: counted, reported to observers, and reported as
+ * stranded when the store call fails (the shared state is then short of them until it recovers).
+ */
+export function handBack<S, Req, Res>(
+  ctx: EngineContext,
+  op: Operation<S, Req, Res>,
+  storageKey: string,
+  req: Req,
+  returned: { policy: string; key: string; tokens: number; reason: ReturnReason },
+): void {
+  const { policy, key, tokens, reason } = returned;
+  ctx.stats.tokensReturned += tokens;
+  ctx.telemetry.leaseReturned(policy, key, tokens, reason);
+  ctx.track(storeCall(ctx, op, storageKey, req).catch(() => ctx.telemetry.stranded(policy, key, tokens)));
+}
+
+/** A store call nobody waits for (a refund): tracked for `close()`, errors counted. */
+export function backgroundCall<S, Req, Res>(
+  ctx: EngineContext,
+  op: Operation<S, Req, Res>,
+  storageKey: string,
+  req: Req,
+): void {
+  ctx.track(storeCall(ctx, op, storageKey, req).catch(() => {}));
+}
+
+/** `retryAfterMs` as decisions carry it: whole milliseconds, or Infinity when it never passes. */
+export function retryAfter(ms: number): number {
+  return ms === Number.POSITIVE_INFINITY ? ms : Math.ceil(Math.max(0, ms));
+}
+
+/** A request waiting for a lease gives up after this many acquisitions were taken by its peers. */
+export const MAX_ATTEMPTS = 8;

@@ -1,0 +1,32 @@
+import {
+  type CancelRequest,
+  cancel,
+  type LeakyBucketState,
+  type ReserveRequest,
+  type ReserveResult,
+  reserve,
+} from '../algorithms/leakyBucket.js';
+import { replyArray, replyNumber } from './reply.js';
+import type { Operation } from './store.js';
+
+export const leakyBucketReserve: Operation<LeakyBucketState, ReserveRequest, ReserveResult> = {
+  script: 'leaky_bucket_reserve',
+  apply: reserve,
+  args: (r) => [r.rate, r.periodMs, r.burst, r.cost, r.maxWaitMs],
+  parse(reply) {
+    const s = 'leaky_bucket_reserve';
+    const r = replyArray(reply, 3, s);
+    return {
+      allowed: replyNumber(r[0], 'allowed', s) === 1,
+      delayMs: replyNumber(r[1], 'delayMs', s),
+      backlogMs: replyNumber(r[2], 'backlogMs', s),
+    };
+  },
+};
+
+export const leakyBucketCancel: Operation<LeakyBucketState, CancelRequest, null> = {
+  script: 'leaky_bucket_cancel',
+  apply: cancel,
+  args: (r) => [r.rate, r.periodMs, r.cost],
+  parse: () => null,
+};
