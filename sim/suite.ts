@@ -165,7 +165,7 @@ export const SUITE: ScenarioInput[] = [
     name: 'weighted-costs',
     description: 'Requests costing 1, 5 or 20 tokens (70/25/5 %), demand 3× the limit in tokens.',
     policy: perSecond,
-    durationMs: 30_000,
+    durationMs: 60_000,
     traffic: {
       demand: { shape: 'steady', load: 3 },
       costs: [

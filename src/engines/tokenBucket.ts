@@ -67,6 +67,12 @@ class TokenBucketKey implements KeyState {
       return ctx.answer(0, cost, check, this.#deny(ctx.now(), Number.POSITIVE_INFINITY));
     }
     if (rule.exact) return this.#consumeExact(cost, check);
+    // A cost no lease can cover is decided by the store, with what this instance holds handed back
+    // first (the return is queued ahead of the call): partial leases kept for it would sit idle.
+    if (cost > rule.maxLease) {
+      if (!this.inflight) this.returnUnused('oversized');
+      return this.#consumeExact(cost, check);
+    }
     for (let attempt = 0; ; attempt++) {
       const now = ctx.now();
       if (this.segments.length > 0 && now >= this.expiresAt && !this.inflight) this.returnUnused('expired');
@@ -129,6 +135,8 @@ class TokenBucketKey implements KeyState {
   #refillAhead(now: number): void {
     if (this.rule.exact || this.inflight || now < this.deniedUntil) return;
     if (lease.unused(this.segments) > Math.ceil(this.lastGrant / 4)) return;
+    // A key this instance rarely sees would hold the fetched tokens idle until they expire.
+    if (demandPerMs(this.demand, now) * this.rule.horizonMs < 1) return;
     this.#acquire(1).catch(() => {});
   }
 

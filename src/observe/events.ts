@@ -19,7 +19,7 @@ export type Source = 'lease' | 'store' | 'fallback';
 export type DenyReason = 'limit' | 'cost-above-limit';
 
 /** Why leased tokens went back to the store. */
-export type ReturnReason = 'expired' | 'evicted' | 'closed' | 'orphaned' | 'reconfigured';
+export type ReturnReason = 'expired' | 'evicted' | 'closed' | 'orphaned' | 'reconfigured' | 'oversized';
 
 /** One rule's decision. A multi-rule `consume` emits one per rule. */
 export interface DecisionEvent {

@@ -112,9 +112,15 @@ describe('observer events', () => {
 
   it('reports leases granted, and returned on expiry, eviction and close, with token counts', async () => {
     const { limiter, leases, advance } = setup({ maxKeys: 2 });
-    await limiter.consume('leased', 'a');
-    await settle();
+    // Two requests: a key seen once is not worth fetching ahead for.
+    const twice = async (key: string) => {
+      await limiter.consume('leased', key);
+      await limiter.consume('leased', key);
+      await settle();
+    };
+    await twice('a');
     expect(leases).toEqual([
+      { kind: 'granted', policy: 'leased', key: 'a', tokens: 1 },
       { kind: 'granted', policy: 'leased', key: 'a', tokens: 1 },
       { kind: 'granted', policy: 'leased', key: 'a', tokens: 1 }, // refill ahead
     ]);
@@ -124,11 +130,9 @@ describe('observer events', () => {
     expect(leases).toEqual([{ kind: 'returned', policy: 'leased', key: 'a', tokens: 1, reason: 'expired' }]);
 
     leases.length = 0;
-    await limiter.consume('leased', 'b');
-    await limiter.consume('leased', 'c');
-    await settle();
-    await limiter.consume('leased', 'd'); // a third key: 'b', least recently used, is evicted
-    await settle();
+    await twice('b');
+    await twice('c');
+    await twice('d'); // a third key: 'b', least recently used, is evicted
     expect(leases.filter((e) => e.kind === 'returned')).toEqual([
       { kind: 'returned', policy: 'leased', key: 'b', tokens: 1, reason: 'evicted' },
     ]);
@@ -155,6 +159,7 @@ describe('observer events', () => {
 
   it('reports leases handed back because setPolicies changed their policy as reconfigured', async () => {
     const { limiter, leases } = setup();
+    await limiter.consume('leased', 'a');
     await limiter.consume('leased', 'a');
     await settle();
     leases.length = 0;

@@ -129,9 +129,10 @@ describe("the seeds' sliding log vs ours, on real Redis", () => {
       Array.from({ length: CALLERS }, (_, i) => seedAllow(clients[i % INSTANCES]!, key, LIMIT, `req-${i}`)),
     );
     const seedAdmitted = seed.filter(Boolean).length;
-    // Every caller's count was read before any caller's ZADD arrived.
-    expect(seedAdmitted, 'the seed admits everyone').toBe(CALLERS);
-    expect(await base.zcard(key)).toBe(CALLERS);
+    // Callers whose count was read before the others' ZADDs arrived all pass. How many do depends
+    // on scheduling (on an idle machine: every one), so assert only that the limit is broken.
+    expect(seedAdmitted, 'the seed over-admits').toBeGreaterThan(LIMIT);
+    expect(await base.zcard(key)).toBe(seedAdmitted);
 
     const ours = await start(uniquePrefix('ours'), {
       log: { algorithm: 'sliding-log', limit: LIMIT, window: '1m' },
@@ -143,7 +144,7 @@ describe("the seeds' sliding log vs ours, on real Redis", () => {
 
 describe('fixed window on Redis TIME', () => {
   it('ends a day window at UTC midnight, whatever the gateway clock says', async () => {
-    const store = new RedisStore({ client: redisClient(), prefix: uniquePrefix('time') });
+    const store = new RedisStore({ client: redisClient(), prefix: uniquePrefix('time'), timeoutMs: 2000 });
     await store.ready();
     const request = { limit: 10, windowMs: 86_400_000, want: 1, min: 1 };
     const grant = await store.run(fixedWindowAcquire, 'k', request);
