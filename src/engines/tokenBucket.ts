@@ -70,7 +70,9 @@ class TokenBucketKey implements KeyState {
     // A cost no lease can cover is decided by the store, with what this instance holds handed back
     // first (the return is queued ahead of the call): partial leases kept for it would sit idle.
     if (cost > rule.maxLease) {
-      if (!this.inflight) this.returnUnused('oversized');
+      // A lease still in flight would land after the return and sit idle: wait for it first.
+      if (this.inflight) await this.inflight.catch(() => {});
+      this.returnUnused('oversized');
       return this.#consumeExact(cost, check);
     }
     for (let attempt = 0; ; attempt++) {
