@@ -475,12 +475,24 @@ function leakyBucket(name: string, raw: LeakyBucketPolicy, field: string): Leaky
   alwaysExact(raw.lease, field, 'leaky-bucket');
   // 0 is allowed here (never wait), unlike durations elsewhere.
   const maxWaitMs = raw.maxWait === 0 ? 0 : parseDuration(raw.maxWait ?? '1s', `${field}.maxWait`);
+  const rate = tokens(raw.rate, `${field}.rate`);
+  const periodMs = parseDuration(raw.period ?? '1s', `${field}.period`);
+  const burst = raw.burst === undefined ? 1 : tokens(raw.burst, `${field}.burst`);
+  // The same bounds as a token bucket's (found by the fuzz test): a drain this slow or a burst this
+  // large overflows the arithmetic, and the key's TTL must stay within what Redis accepts.
+  if (!(rate / periodMs <= MAX_TOKENS)) {
+    throw new ConfigError(
+      `${field}.period`,
+      `expected at most ${MAX_TOKENS} units per ms, got ${rate / periodMs}`,
+    );
+  }
+  refillTime((burst * periodMs) / rate, `${field}.rate`);
   return {
     name,
     algorithm: 'leaky-bucket',
-    rate: positive(raw.rate, `${field}.rate`),
-    periodMs: parseDuration(raw.period ?? '1s', `${field}.period`),
-    burst: raw.burst === undefined ? 1 : positive(raw.burst, `${field}.burst`),
+    rate,
+    periodMs,
+    burst,
     maxWaitMs,
     fail: failMode(raw.fail, `${field}.fail`),
   };

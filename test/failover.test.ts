@@ -303,6 +303,15 @@ describe('configuration', () => {
       { policies: { p: { algorithm: 'token-bucket', rate: 1, lease: { ahead: 1e13 } } } },
       'policies.p.lease.ahead',
     ],
+    [{ policies: { p: { algorithm: 'leaky-bucket', rate: 5e-324 } } }, 'policies.p.rate'],
+    [
+      { policies: { p: { algorithm: 'leaky-bucket', rate: 1, burst: Number.MAX_VALUE } } },
+      'policies.p.burst',
+    ],
+    [
+      { policies: { p: { algorithm: 'fixed-window', limit: 1, window: '1m', fail: 'maybe' } } },
+      'policies.p.fail',
+    ],
   ])('rejects %j naming %s', (options, field) => {
     const err = (() => {
       try {

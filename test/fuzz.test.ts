@@ -32,7 +32,7 @@ const anyNumber = fc.oneof(
 const validDuration = fc.oneof(fc.constantFrom('250ms', '1s', '1m', '1h', '1d', '0.5s'), positive);
 const duration = fc.oneof({ weight: 4, arbitrary: validDuration }, fc.constantFrom('soon', '', '1w', -1));
 
-const validPolicy = fc.record(
+const validTokenBucket = fc.record(
   {
     algorithm: fc.constant('token-bucket'),
     rate: positive,
@@ -53,6 +53,65 @@ const validPolicy = fc.record(
     fail: fc.constantFrom('local', 'open', 'closed'),
   },
   { requiredKeys: ['algorithm', 'rate'] },
+);
+
+const fail = fc.constantFrom('local', 'open', 'closed');
+const limit = fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.constantFrom(1, 1e6));
+const windowLease = fc.oneof(
+  fc.constant('exact'),
+  fc.record(
+    {
+      maxFraction: fc.double({ min: 1e-6, max: 1, noNaN: true }),
+      ttl: validDuration,
+      horizon: validDuration,
+    },
+    { requiredKeys: [] },
+  ),
+);
+/** The other algorithms, so their engines and fail policies meet the same random traffic. */
+const validOther = fc.oneof(
+  fc.record(
+    {
+      algorithm: fc.constant('fixed-window'),
+      limit,
+      window: fc.oneof(
+        fc.constantFrom('1s', '1m', '1h', '1d', 'month'),
+        fc.integer({ min: 1, max: 86_400_000 }),
+      ),
+      lease: windowLease,
+      fail,
+    },
+    { requiredKeys: ['algorithm', 'limit', 'window'] },
+  ),
+  fc.record(
+    {
+      algorithm: fc.constant('sliding-window'),
+      limit,
+      window: fc.constantFrom('1s', '1m', '1h'),
+      lease: windowLease,
+      fail,
+    },
+    { requiredKeys: ['algorithm', 'limit', 'window'] },
+  ),
+  fc.record(
+    {
+      algorithm: fc.constant('sliding-log'),
+      limit: fc.integer({ min: 1, max: 100 }),
+      window: fc.constantFrom('1s', '1m'),
+      quantum: fc.constantFrom('100ms', '1s'),
+      fail,
+    },
+    { requiredKeys: ['algorithm', 'limit', 'window'] },
+  ),
+  fc.record(
+    { algorithm: fc.constant('leaky-bucket'), rate: positive, period: validDuration, burst: positive, fail },
+    { requiredKeys: ['algorithm', 'rate'] },
+  ),
+  fc.record({ algorithm: fc.constant('concurrency'), limit: fc.integer({ min: 1, max: 50 }) }),
+);
+const validPolicy = fc.oneof(
+  { weight: 3, arbitrary: validTokenBucket },
+  { weight: 2, arbitrary: validOther },
 );
 
 const anyPolicy = fc.record(

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { reserve } from '../../src/algorithms/leakyBucket.js';
 import { acquire, debit, type TokenBucketState } from '../../src/algorithms/tokenBucket.js';
 
 const shape = { rate: 10, periodMs: 1000, burst: 10 };
@@ -56,5 +57,19 @@ describe('token bucket write-back debit', () => {
     const t = debit({ level: 0, ts: 0 }, 500, { ...shape, tokens: 2 });
     expect(t.result).toBe(2);
     expect(t.state).toEqual({ level: 3, ts: 500 });
+  });
+});
+
+describe('leaky bucket with a large clock', () => {
+  it('a fresh bucket admits exactly `burst` at once (no rounding from subtracting large times)', () => {
+    // Found by the fuzz test: 29 per 250 ms, burst 1, at a Unix-epoch clock.
+    const t = reserve(undefined, 1_700_000_000_000, {
+      rate: 29,
+      periodMs: 250,
+      burst: 1,
+      cost: 1,
+      maxWaitMs: 0,
+    });
+    expect(t.result).toMatchObject({ allowed: true, delayMs: 0 });
   });
 });
