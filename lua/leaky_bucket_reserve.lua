@@ -18,7 +18,7 @@ local stored = redis.call('GET', bucket)
 local start = now
 if stored then start = math.max(tonumber(stored), now) end
 local tat = start + (cost * period) / rate
-local delay = math.max(0, tat - now - (burst * period) / rate)
+local delay = math.max(0, start - now + (cost * period) / rate - (burst * period) / rate)
 if delay > max_wait then
   return { '0', fmt(delay), fmt(start - now) }
 end

@@ -26,8 +26,11 @@ end
 -- Sets the key's TTL to when its state stops mattering. Redis expires keys by its own clock, so
 -- under an explicit (virtual) clock that may run slower than Redis's, keep keys at least a minute:
 -- otherwise Redis could forget a bucket that virtual time still needs.
+-- At most MAX_TTL_MS of src/algorithms/tokenBucket.ts: larger values (or a non-finite one) would
+-- make PEXPIRE fail after the state was written, leaving a key that never expires.
 local function expire_in(key, ms)
   if explicit_clock then ms = math.max(ms, 60000) end
+  if not (ms <= 1e13) then ms = 1e13 end
   redis.call('PEXPIRE', key, ms)
 end
 

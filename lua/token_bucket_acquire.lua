@@ -16,16 +16,25 @@ local now = now_arg(7)                            -- ms
 
 local stored = redis.call('HMGET', bucket, 'l', 't')
 local level = burst
+local ts = nil
 if stored[1] then
-  local elapsed = math.max(0, now - tonumber(stored[2]))
+  ts = tonumber(stored[2])
+  local elapsed = math.max(0, now - ts)
   level = math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period)
 end
 
 local room = level + ahead
 local granted = 0
 if room >= want then granted = want elseif room >= min then granted = room end
--- A refusal writes nothing.
-if granted == 0 then return { '0', fmt(level), fmt(now) } end
+if granted == 0 then
+  -- A refusal writes nothing, unless the clock went backwards: then `t` moves back to now, or the
+  -- bucket would refill nothing until the clock caught up with the old `t`.
+  if ts ~= nil and now < ts then
+    redis.call('HSET', bucket, 'l', fmt(level), 't', fmt(now))
+    expire_in(bucket, math.ceil(((burst - level) * period) / rate) + 1)
+  end
+  return { '0', fmt(level), fmt(now) }
+end
 
 local next_level = level - granted
 redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))

@@ -12,10 +12,17 @@ export interface Decision {
   resetMs: number;
   /** 0 when allowed; when denied, ms until the same cost can pass; Infinity when it never can. */
   retryAfterMs: number;
+  /**
+   * What decided: `'lease'` local state alone (tokens leased earlier, a remembered denial),
+   * `'store'` a store call made for this request, `'fallback'` the rule's fail policy because the
+   * store failed or is suspended (README "Failure behaviour"). Always set by `Limiter`.
+   */
+  source?: DecisionSource;
   /** For a multi-rule `consume`: each rule's own decision, in the order of the checks. */
   checks?: readonly Decision[];
 }
 
+export type DecisionSource = 'lease' | 'store' | 'fallback';
 /** A turn in a leaky bucket's drain (`Limiter.reserve`). */
 export interface Reservation extends Decision {
   /** Ms to wait before proceeding (0 when it may go now, or when refused). */

@@ -51,6 +51,16 @@ export class StoreTimeoutError extends TokenleaseError {
   }
 }
 
+/**
+ * The store call was not sent: the connection is down or the circuit breaker is open. Unlike other
+ * store failures, the operation certainly did not run, so nothing it would have taken is lost.
+ */
+export class StoreUnavailableError extends TokenleaseError {
+  constructor(message: string, cause?: unknown) {
+    super('ERR_TOKENLEASE_STORE_UNAVAILABLE', message, { cause });
+  }
+}
+
 /** The limiter (or store) was used after `close()`. */
 export class ClosedError extends TokenleaseError {
   constructor(what: string) {

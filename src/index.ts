@@ -1,5 +1,6 @@
 export type { Transition } from './algorithms/tokenBucket.js';
-export type { Check, Decision, Reservation, SlotHandle } from './decision.js';
+export type { BreakerOptions } from './breaker.js';
+export type { Check, Decision, DecisionSource, Reservation, SlotHandle } from './decision.js';
 export type { Duration } from './duration.js';
 export {
   ArgumentError,
@@ -7,6 +8,7 @@ export {
   ConfigError,
   StoreError,
   StoreTimeoutError,
+  StoreUnavailableError,
   TokenleaseError,
 } from './errors.js';
 export {
@@ -38,6 +40,7 @@ export { type QuotaAlertsOptions, quotaAlerts, type ThresholdEvent } from './obs
 export type {
   ConcurrencyLeaseOptions,
   ConcurrencyPolicy,
+  FailMode,
   FixedWindowPolicy,
   LeakyBucketPolicy,
   LeaseOptions,

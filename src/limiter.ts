@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
+import type { BreakerOptions, BreakerState } from './breaker.js';
 import {
   type Check,
   type Decision,
@@ -11,7 +12,8 @@ import {
 } from './decision.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
-import { ArgumentError, ClosedError, ConfigError } from './errors.js';
+import { ArgumentError, ClosedError, ConfigError, StoreUnavailableError, TokenleaseError } from './errors.js';
+import { Failover } from './failover.js';
 import type { Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
 import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
@@ -58,6 +60,18 @@ export interface LimiterOptions {
    * @default { capacity: 256, halfLife: '1m' }
    */
   offenders?: OffendersOptions | false;
+  /**
+   * Instances expected to share the limits. While the store is unreachable, a rule failing
+   * `'local'` admits `1 / expectedInstances` of its limit per instance (or the instance's share of
+   * the key's recent leases, when larger). See README "Failure behaviour".
+   * @default 1
+   */
+  expectedInstances?: number;
+  /**
+   * Circuit breaker in front of the store.
+   * @default { failures: 3, coolDown: '250ms' }
+   */
+  breaker?: BreakerOptions;
 }
 
 /** See `Limiter.describe`. */
@@ -78,6 +92,19 @@ export interface LimiterStats extends TelemetryCounts {
   localDecisions: number;
   decisions: number;
   keys: number;
+  /** Decisions made by a rule's fail policy because the store failed or was suspended. */
+  fallbackDecisions: number;
+  /** Of `storeCalls`, those the breaker refused without reaching the store. */
+  storeCallsSuspended: number;
+  /** Tokens admitted by fail policies and since written back to the store. */
+  tokensWrittenBack: number;
+  /**
+   * Tokens admitted by fail policies that were not written back: the write-back may have been
+   * applied but its reply was lost (it is never sent twice), or more than `maxKeys` keys owed some.
+   */
+  tokensNotWrittenBack: number;
+  /** The circuit breaker in front of the store: the worst state over its shards (Cluster nodes). */
+  breaker: BreakerState;
 }
 
 export interface ReserveOptions {
@@ -150,6 +177,7 @@ export class Limiter {
   readonly #pending = new Set<Promise<unknown>>();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #telemetry: Telemetry;
+  readonly #failover: Failover;
   readonly #stats: Counters = {
     storeCalls: 0,
     storeErrors: 0,
@@ -174,8 +202,9 @@ export class Limiter {
     if (typeof store.run !== 'function')
       throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
     const gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
+    const maxKeys = positiveInteger(options.maxKeys ?? 100_000, 'maxKeys');
     this.#entries = new LRUCache<string, KeyState>({
-      max: positiveInteger(options.maxKeys ?? 100_000, 'maxKeys'),
+      max: maxKeys,
       dispose: (state, _id, reason) =>
         state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
@@ -191,13 +220,23 @@ export class Limiter {
       stats: () => this.stats(),
     });
     const telemetry = this.#telemetry;
+    const failover = new Failover({
+      store: telemetry.instrument(store),
+      now: this.#now,
+      expectedInstances: options.expectedInstances ?? 1,
+      breaker: options.breaker ?? {},
+      maxKeys,
+      track: (work) => this.#track(work),
+      onBreaker: (state) => telemetry.breaker(state),
+    });
+    this.#failover = failover;
     const stats = this.#stats;
     const limiter = this;
     // 48 random bits: ids of two limiters collide with odds far below anything else that can go wrong.
     const instanceId = randomBytes(6).toString('base64url');
     let ids = 0;
     this.#ctx = {
-      store: telemetry.instrument(store),
+      store: failover.store,
       gate,
       now: this.#now,
       stats: this.#stats,
@@ -206,11 +245,21 @@ export class Limiter {
       peek: (id) => this.#entries.peek(id),
       pin: (state) => this.#pinned.add(state),
       unpin: (state) => this.#pinned.delete(state),
-      telemetry,
+      telemetry: {
+        leaseGranted(policy, key, tokens) {
+          telemetry.leaseGranted(policy, key, tokens);
+          const rule = limiter.#rules.get(policy);
+          if (rule) failover.granted(storageKey(rule.algorithm, rule.name, key), tokens);
+        },
+        leaseReturned: (...args) => telemetry.leaseReturned(...args),
+        stranded: (...args) => telemetry.stranded(...args),
+      },
+      suspended: (storageKey) => failover.store.suspended(storageKey),
       answer(storeWaits, cost, check, decision) {
         if (storeWaits === 0) stats.localDecisions++;
+        decision.source = storeWaits === 0 ? 'lease' : 'store';
         const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
-        telemetry.decided(decision, cost, check?.route, storeWaits === 0 ? 'lease' : 'store', outcome);
+        telemetry.decided(decision, cost, check?.route, decision.source, outcome);
         return decision;
       },
       get closed() {
@@ -363,7 +412,15 @@ export class Limiter {
   /** Counters for a health endpoint; cheap enough to call per request. */
   stats(): LimiterStats {
     const t = this.#telemetry.counts;
-    return { ...this.#stats, ...t, outcomes: { ...t.outcomes }, keys: this.#entries.size };
+    return {
+      ...this.#stats,
+      ...t,
+      outcomes: { ...t.outcomes },
+      keys: this.#entries.size,
+      ...this.#failover.stats,
+      storeCallsSuspended: this.#failover.store.shortCircuited,
+      breaker: this.#failover.store.state(),
+    };
   }
 
   /**
@@ -385,6 +442,7 @@ export class Limiter {
       this.#entries.clear(); // dispose returns each entry's unused tokens
       for (const state of this.#pinned) state.returnUnused('closed');
       await this.#settle();
+      await this.#failover.flush(); // what a fallback admitted, if the store is back
       this.#telemetry.close();
     })();
     return this.#closing;
@@ -429,7 +487,20 @@ export class Limiter {
   /** `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow). */
   async #check(rule: Rule, key: string, cost: number, check?: Check): Promise<Consumed> {
     this.#stats.decisions++;
-    return this.#entry(rule, key).consume!(cost, check);
+    const state = this.#entry(rule, key);
+    try {
+      return await state.consume!(cost, check);
+    } catch (err) {
+      // The store failed or is suspended: the rule's fail policy decides (README "Failure behaviour").
+      if (!(err instanceof TokenleaseError) || !err.code.startsWith('ERR_TOKENLEASE_STORE')) throw err;
+      const waited = !(err instanceof StoreUnavailableError);
+      if (!waited) this.#stats.localDecisions++;
+      const consumed = this.#failover.decide(rule, key, state.storageKey, cost);
+      const { decision } = consumed;
+      const outcome = decision.allowed ? 'failed-open' : 'failed-closed';
+      this.#telemetry.decided(decision, cost, check?.route, 'fallback', outcome);
+      return consumed;
+    }
   }
 
   #track(promise: Promise<unknown>): void {

@@ -2,6 +2,17 @@ import { MONTH } from './algorithms/fixedWindow.js';
 import { type Duration, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 
+/**
+ * What a rule does while its store is unreachable (README "Failure behaviour"):
+ * - `'local'`: an in-process bucket holding this instance's share of the limit;
+ * - `'open'`: allow everything, reported as `source: 'fallback'`;
+ * - `'closed'`: deny everything, with `retryAfterMs` until the store is probed again.
+ *
+ * In every mode, tokens already leased keep serving first.
+ */
+export type FailMode = 'local' | 'open' | 'closed';
+const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
+
 /** How an instance leases tokens for a policy. */
 export interface LeaseOptions {
   /**
@@ -41,6 +52,13 @@ export interface TokenBucketPolicy {
   burst?: number;
   /** Lease tuning, or `'exact'` for one store call per decision (lease = the cost). */
   lease?: LeaseOptions | 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour"): `'local'` admits this
+   * instance's share of the limit from an in-process bucket, `'open'` allows, `'closed'` denies.
+   * Tokens already leased keep serving first in every mode.
+   * @default 'local'
+   */
+  fail?: FailMode;
 }
 
 /** Lease tuning of the windowed counters: a lease is a slice of the current window's quota. */
@@ -82,6 +100,11 @@ export interface FixedWindowPolicy {
    * @default {} (leased, with the defaults of `WindowLeaseOptions`)
    */
   lease?: WindowLeaseOptions | 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour").
+   * @default 'local'
+   */
+  fail?: FailMode;
 }
 
 export interface SlidingWindowPolicy {
@@ -95,6 +118,11 @@ export interface SlidingWindowPolicy {
    * @default {} (leased, with the defaults of `WindowLeaseOptions`)
    */
   lease?: WindowLeaseOptions | 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour").
+   * @default 'local'
+   */
+  fail?: FailMode;
 }
 
 export interface SlidingLogPolicy {
@@ -113,6 +141,11 @@ export interface SlidingLogPolicy {
    * @default 'exact'
    */
   lease?: 'exact';
+  /**
+   * What to do while the store is unreachable (README "Failure behaviour").
+   * @default 'local'
+   */
+  fail?: FailMode;
 }
 
 export interface LeakyBucketPolicy {
@@ -137,6 +170,12 @@ export interface LeakyBucketPolicy {
    * @default 'exact'
    */
   lease?: 'exact';
+  /**
+   * What `consume()` does while the store is unreachable (README "Failure behaviour"); `reserve()`
+   * and `wait()` reject with the store's error instead.
+   * @default 'local'
+   */
+  fail?: FailMode;
 }
 
 /** Lease tuning of concurrency slots: an instance may hold a block of free slots. */
@@ -193,6 +232,7 @@ export interface TokenBucketRule {
   readonly ahead: number;
   readonly leaseTtlMs: number;
   readonly horizonMs: number;
+  readonly fail: FailMode;
 }
 
 export interface WindowRule<A extends WindowAlgorithm = WindowAlgorithm> {
@@ -205,6 +245,7 @@ export interface WindowRule<A extends WindowAlgorithm = WindowAlgorithm> {
   readonly maxFraction: number;
   readonly leaseTtlMs: number;
   readonly horizonMs: number;
+  readonly fail: FailMode;
 }
 
 /** Costs must be whole numbers (one log entry, one slot, per unit). */
@@ -219,6 +260,7 @@ export interface SlidingLogRule extends WholeUnits {
   readonly windowMs: number;
   /** 0 for the exact log. */
   readonly quantumMs: number;
+  readonly fail: FailMode;
 }
 
 export interface LeakyBucketRule {
@@ -228,6 +270,7 @@ export interface LeakyBucketRule {
   readonly periodMs: number;
   readonly burst: number;
   readonly maxWaitMs: number;
+  readonly fail: FailMode;
 }
 
 export interface ConcurrencyRule extends WholeUnits {
@@ -250,11 +293,35 @@ export type Rule =
   | LeakyBucketRule
   | ConcurrencyRule;
 
+/** Token counts above this would lose whole tokens to double rounding. */
+const MAX_TOKENS = 1e15;
+/**
+ * Longest a bucket may take to refill completely (about 31 years). It bounds the TTL of its key far
+ * below what Redis can express, so a stored bucket always expires.
+ */
+const MAX_REFILL_MS = 1e12;
+
 function positive(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
     throw new ConfigError(field, `expected a positive finite number, got ${String(value)}`);
   }
   return value;
+}
+
+function tokens(value: unknown, field: string): number {
+  const n = positive(value, field);
+  if (n > MAX_TOKENS) throw new ConfigError(field, `expected at most ${MAX_TOKENS}, got ${n}`);
+  return n;
+}
+
+function refillTime(ms: number, field: string): number {
+  if (!(ms <= MAX_REFILL_MS)) {
+    throw new ConfigError(
+      field,
+      `the bucket would take ${ms} ms to refill; expected at most ${MAX_REFILL_MS} ms (about 31 years)`,
+    );
+  }
+  return ms;
 }
 
 function fraction(value: unknown, field: string): number {
@@ -263,11 +330,26 @@ function fraction(value: unknown, field: string): number {
   return n;
 }
 
+function failMode(value: unknown, field: string): FailMode {
+  if (value === undefined) return 'local';
+  if (FAIL_MODES.includes(value as FailMode)) return value as FailMode;
+  const expected = FAIL_MODES.map((m) => `'${m}'`).join(', ');
+  throw new ConfigError(field, `expected one of ${expected}, got ${JSON.stringify(value)}`);
+}
+
 function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): TokenBucketRule {
-  const rate = positive(raw.rate, `${field}.rate`);
+  const rate = tokens(raw.rate, `${field}.rate`);
   const periodMs = parseDuration(raw.period ?? '1s', `${field}.period`);
-  const burst = raw.burst === undefined ? rate : positive(raw.burst, `${field}.burst`);
+  const burst = raw.burst === undefined ? rate : tokens(raw.burst, `${field}.burst`);
   const ratePerMs = rate / periodMs;
+  if (!(ratePerMs <= MAX_TOKENS)) {
+    throw new ConfigError(
+      `${field}.period`,
+      `expected at most ${MAX_TOKENS} tokens per ms, got ${ratePerMs}`,
+    );
+  }
+  refillTime(burst / ratePerMs, `${field}.rate`);
+  const fail = failMode(raw.fail, `${field}.fail`);
   const lease = raw.lease ?? {};
   if (lease === 'exact') {
     return {
@@ -282,6 +364,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
       ahead: 0,
       leaseTtlMs: 0,
       horizonMs: 0,
+      fail,
     };
   }
   if (typeof lease !== 'object' || lease === null) {
@@ -290,7 +373,9 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
   const maxFraction =
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
   const aheadMs =
-    lease.ahead === undefined ? (2 * burst) / ratePerMs : parseDuration(lease.ahead, `${field}.lease.ahead`);
+    lease.ahead === undefined
+      ? (2 * burst) / ratePerMs
+      : refillTime(parseDuration(lease.ahead, `${field}.lease.ahead`), `${field}.lease.ahead`);
   return {
     name,
     algorithm: 'token-bucket',
@@ -303,6 +388,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
     ahead: aheadMs * ratePerMs,
     leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
     horizonMs: parseDuration(lease.horizon ?? '500ms', `${field}.lease.horizon`),
+    fail,
   };
 }
 
@@ -346,7 +432,7 @@ function windowed<A extends WindowAlgorithm>(
   } else {
     windowMs = parseDuration(raw.window, `${field}.window`);
   }
-  const rule = { name, algorithm, limit, windowMs };
+  const rule = { name, algorithm, limit, windowMs, fail: failMode(raw.fail, `${field}.fail`) };
   if (raw.lease === 'exact') {
     return { ...rule, exact: true, maxFraction: 0, leaseTtlMs: 0, horizonMs: 0 };
   }
@@ -381,20 +467,34 @@ function slidingLog(name: string, raw: SlidingLogPolicy, field: string): Sliding
       );
     }
   }
-  return { name, algorithm: 'sliding-log', limit, windowMs, quantumMs, wholeUnits: true };
+  const fail = failMode(raw.fail, `${field}.fail`);
+  return { name, algorithm: 'sliding-log', limit, windowMs, quantumMs, wholeUnits: true, fail };
 }
 
 function leakyBucket(name: string, raw: LeakyBucketPolicy, field: string): LeakyBucketRule {
   alwaysExact(raw.lease, field, 'leaky-bucket');
   // 0 is allowed here (never wait), unlike durations elsewhere.
   const maxWaitMs = raw.maxWait === 0 ? 0 : parseDuration(raw.maxWait ?? '1s', `${field}.maxWait`);
+  const rate = tokens(raw.rate, `${field}.rate`);
+  const periodMs = parseDuration(raw.period ?? '1s', `${field}.period`);
+  const burst = raw.burst === undefined ? 1 : tokens(raw.burst, `${field}.burst`);
+  // The same bounds as a token bucket's (found by the fuzz test): a drain this slow or a burst this
+  // large overflows the arithmetic, and the key's TTL must stay within what Redis accepts.
+  if (!(rate / periodMs <= MAX_TOKENS)) {
+    throw new ConfigError(
+      `${field}.period`,
+      `expected at most ${MAX_TOKENS} units per ms, got ${rate / periodMs}`,
+    );
+  }
+  refillTime((burst * periodMs) / rate, `${field}.rate`);
   return {
     name,
     algorithm: 'leaky-bucket',
-    rate: positive(raw.rate, `${field}.rate`),
-    periodMs: parseDuration(raw.period ?? '1s', `${field}.period`),
-    burst: raw.burst === undefined ? 1 : positive(raw.burst, `${field}.burst`),
+    rate,
+    periodMs,
+    burst,
     maxWaitMs,
+    fail: failMode(raw.fail, `${field}.fail`),
   };
 }
 

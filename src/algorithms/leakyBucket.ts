@@ -59,7 +59,9 @@ export function reserve(
 ): Transition<LeakyBucketState, ReserveResult> {
   const start = state === undefined ? now : Math.max(state.tat, now);
   const tat = start + drainMs(req.cost, req);
-  const delayMs = Math.max(0, tat - now - drainMs(req.burst, req));
+  // From the backlog, not from `tat - now`: with `now` in the trillions that difference loses the
+  // low bits, and a fresh bucket would refuse a request of exactly `burst` (found by the fuzz test).
+  const delayMs = Math.max(0, start - now + drainMs(req.cost, req) - drainMs(req.burst, req));
   if (delayMs > req.maxWaitMs) {
     return { state, ttlMs: 0, result: { allowed: false, delayMs, backlogMs: start - now } };
   }

@@ -7,6 +7,11 @@
  * down to `-ahead`, and the granted tokens only become usable as the refill covers them
  * (see `src/lease.ts`). With `ahead = 0` and `want = min = cost` this is the exact bucket.
  *
+ * Clock jumps of the store (gateway clocks never enter: the store's time is used): a forward jump
+ * refills at most to `burst`, as a long idle period would, so it never grants more than one burst;
+ * a backward jump refills nothing (elapsed time is clamped at 0) and moves `ts` back on the next
+ * write, refusals included, so refill resumes from the new time instead of waiting for the old one.
+ *
  * Arithmetic is kept in the same order as the Lua so both produce bit-identical doubles.
  */
 
@@ -62,11 +67,17 @@ export function refill(state: TokenBucketState | undefined, now: number, shape: 
 }
 
 /**
+ * Longest TTL a stored bucket gets (about 317 years). Validated policies stay far below it; it only
+ * guarantees that every key expires (Redis rejects larger PEXPIRE values after the state is written).
+ */
+export const MAX_TTL_MS = 1e13;
+
+/**
  * Milliseconds until a bucket at `level` is full again: after that its key carries no information.
  * The extra millisecond absorbs rounding, so an expired bucket is always really full.
  */
 export function msUntilFull(level: number, shape: TokenBucketShape): number {
-  return Math.ceil(((shape.burst - level) * shape.periodMs) / shape.rate) + 1;
+  return Math.min(Math.ceil(((shape.burst - level) * shape.periodMs) / shape.rate) + 1, MAX_TTL_MS);
 }
 
 export function acquire(
@@ -79,8 +90,17 @@ export function acquire(
   let granted = 0;
   if (room >= req.want) granted = req.want;
   else if (room >= req.min) granted = room;
-  // A refusal writes nothing: the state (same reference) and its expiry stay as they were.
-  if (granted === 0) return { state, ttlMs: 0, result: { granted, levelBefore: level, now } };
+  if (granted === 0) {
+    // A refusal writes nothing (same reference, same expiry) unless the store clock went backwards:
+    // then `ts` moves back to now, or the bucket would refill nothing until the clock caught up.
+    if (state === undefined || now >= state.ts)
+      return { state, ttlMs: 0, result: { granted, levelBefore: level, now } };
+    return {
+      state: { level, ts: now },
+      ttlMs: msUntilFull(level, req),
+      result: { granted, levelBefore: level, now },
+    };
+  }
   const next = level - granted;
   return {
     state: { level: next, ts: now },
@@ -108,4 +128,25 @@ export function msUntilRoom(
   const missing = req.min - (level + req.ahead);
   if (missing <= 0) return 0;
   return (missing * req.periodMs) / req.rate;
+}
+
+export interface DebitRequest extends TokenBucketShape {
+  readonly tokens: number;
+}
+
+/**
+ * Writes back tokens a fail-policy fallback admitted while the store was unreachable, so an outage
+ * does not hand every client a fresh bucket. Unlike `acquire` it never refuses: it takes what is
+ * there, down to empty and no further (a debt the outage ran up is not carried into the future), and
+ * a level already below zero (leases reaching ahead) is left alone.
+ */
+export function debit(
+  state: TokenBucketState | undefined,
+  now: number,
+  req: DebitRequest,
+): Transition<TokenBucketState, number> {
+  const level = refill(state, now, req);
+  const next = Math.max(level - req.tokens, Math.min(level, 0));
+  if (next === level && state !== undefined && now >= state.ts) return { state, ttlMs: 0, result: 0 };
+  return { state: { level: next, ts: now }, ttlMs: msUntilFull(next, req), result: level - next };
 }

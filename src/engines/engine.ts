@@ -44,6 +44,12 @@ export interface EngineContext {
   unpin(state: KeyState): void;
   /** True once `close()` was called. */
   readonly closed: boolean;
+  /**
+   * Whether store calls for `storageKey` are suspended by the circuit breaker (or one is probing).
+   * An engine should then not make a request wait for its store call: rejecting with
+   * `StoreUnavailableError` lets the rule's fail policy answer at once.
+   */
+  suspended(storageKey: string): boolean;
   /** Lease events for observers. */
   readonly telemetry: Pick<Telemetry, 'leaseGranted' | 'leaseReturned' | 'stranded'>;
   /**

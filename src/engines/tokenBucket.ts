@@ -6,6 +6,7 @@
 import { msUntilRoom } from '../algorithms/tokenBucket.js';
 import type { Check, Decision } from '../decision.js';
 import { type Demand, demandPerMs, noteDemand } from '../demand.js';
+import { StoreUnavailableError } from '../errors.js';
 import * as lease from '../lease.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { TokenBucketRule } from '../policy.js';
@@ -69,7 +70,9 @@ class TokenBucketKey implements KeyState {
     // A cost no lease can cover is decided by the store, with what this instance holds handed back
     // first (the return is queued ahead of the call): partial leases kept for it would sit idle.
     if (cost > rule.maxLease) {
-      if (!this.inflight) this.returnUnused('oversized');
+      // A lease still in flight would land after the return and sit idle: wait for it first.
+      if (this.inflight) await this.inflight.catch(() => {});
+      this.returnUnused('oversized');
       return this.#consumeExact(cost, check);
     }
     for (let attempt = 0; ; attempt++) {
@@ -88,7 +91,14 @@ class TokenBucketKey implements KeyState {
       if (attempt === MAX_ATTEMPTS) {
         return ctx.answer(attempt, cost, check, this.#deny(now, cost / rule.ratePerMs));
       }
-      await this.#acquire(cost - lease.unused(this.segments));
+      const acquired = this.#acquire(cost - lease.unused(this.segments));
+      // While the store is suspended no request waits on it: the call is at most a probe, and its
+      // lease (if the store is back) serves the requests that come after it.
+      if (ctx.suspended(this.storageKey)) {
+        acquired.catch(() => {});
+        throw new StoreUnavailableError('Store calls for this key are suspended');
+      }
+      await acquired;
     }
   }
 

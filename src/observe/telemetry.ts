@@ -234,7 +234,8 @@ export class Telemetry {
         },
       );
     };
-    return { run, close: () => store.close() };
+    // shardOf passes through: the breakers in front of this store suspend calls per shard.
+    return { run, close: () => store.close(), shardOf: store.shardOf?.bind(store) };
   }
 
   close(): void {

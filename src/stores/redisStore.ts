@@ -1,6 +1,14 @@
 import type { Cluster, Redis } from 'ioredis';
-import { ClosedError, ConfigError, StoreError, StoreTimeoutError, TokenleaseError } from '../errors.js';
+import {
+  ClosedError,
+  ConfigError,
+  StoreError,
+  StoreTimeoutError,
+  StoreUnavailableError,
+  TokenleaseError,
+} from '../errors.js';
 import { luaScript } from '../scripts.js';
+import { keySlot } from './slot.js';
 import type { Operation, Store } from './store.js';
 
 export interface RedisStoreOptions {
@@ -22,26 +30,54 @@ export interface RedisStoreOptions {
    * scripts read Redis `TIME`, so gateway clock skew changes nothing.
    */
   now?: () => number;
+  /**
+   * Receives operational warnings, e.g. a `maxmemory-policy` that lets Redis evict limiter keys
+   * (checked once per store, when its connection is first ready).
+   * @default console.warn
+   */
+  onWarning?: (message: string) => void;
 }
 
 type Client = Redis | Cluster;
 
 /**
- * Settings without which a lease could be taken twice: a queued or re-sent script call would run
- * again after a reconnect, debiting tokens the caller already gave up on.
+ * Settings without which a lease could be taken twice: a command that timed out or was in flight
+ * at a disconnect would be sent again, debiting tokens the caller already gave up on.
+ * - `enableOfflineQueue: false`: nothing is queued while disconnected (for a `Cluster`, at its top
+ *   level; ioredis forces the queue on for the per-node connections, which only hold commands that
+ *   were never sent, so each still runs at most once).
+ * - `autoResendUnfulfilledCommands: false`: a `Redis` re-sends unanswered commands after a reconnect
+ *   otherwise, even ones that already timed out (for a `Cluster`, in `redisOptions`).
+ * - `retryDelayOnFailover: 0` (`Cluster` only): otherwise a command whose node connection closed
+ *   while it was in flight is re-sent after that delay, again even after it timed out.
  */
-const SAFE = { enableOfflineQueue: false, autoResendUnfulfilledCommands: false } as const;
+const SAFE_NODE = { enableOfflineQueue: false, autoResendUnfulfilledCommands: false } as const;
+const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0 } as const;
+
+/**
+ * Reconnect delays of a connection the store owns: ioredis backs off to 2 s by default, which would
+ * keep leasing down for that long after Redis is back.
+ */
+const RECONNECT_MAX_MS = 500;
+const reconnectDelay = (attempt: number) => Math.min(attempt * 50, RECONNECT_MAX_MS);
+const READY_ATTEMPTS = 20;
+const EVICTION_CHECK_ATTEMPTS = 3;
 
 function isCluster(client: Client): client is Cluster {
   return 'nodes' in client && typeof client.nodes === 'function';
 }
 
 function isSafe(client: Client): boolean {
-  const o = client.options as { enableOfflineQueue?: boolean; autoResendUnfulfilledCommands?: boolean };
+  type Flags = { enableOfflineQueue?: boolean; autoResendUnfulfilledCommands?: boolean };
   if (isCluster(client)) {
-    const node = client.options.redisOptions as typeof o | undefined;
-    return o.enableOfflineQueue === false && node?.autoResendUnfulfilledCommands === false;
+    const node = client.options.redisOptions as Flags | undefined;
+    return (
+      client.options.enableOfflineQueue === false &&
+      client.options.retryDelayOnFailover === 0 &&
+      node?.autoResendUnfulfilledCommands === false
+    );
   }
+  const o = client.options as Flags;
   return o.enableOfflineQueue === false && o.autoResendUnfulfilledCommands === false;
 }
 
@@ -53,10 +89,11 @@ function safeClient(client: Client, timeoutMs: number): { client: Client; owned:
   if (isSafe(client)) return { client, owned: false };
   const duplicate = isCluster(client)
     ? client.duplicate([], {
-        enableOfflineQueue: false,
-        redisOptions: { ...client.options.redisOptions, ...SAFE, commandTimeout: timeoutMs },
+        ...SAFE_CLUSTER,
+        clusterRetryStrategy: reconnectDelay,
+        redisOptions: { ...client.options.redisOptions, ...SAFE_NODE, commandTimeout: timeoutMs },
       })
-    : client.duplicate({ ...SAFE, commandTimeout: timeoutMs });
+    : client.duplicate({ ...SAFE_NODE, commandTimeout: timeoutMs, retryStrategy: reconnectDelay });
   // Connection errors surface as rejected calls; an unhandled 'error' event would crash the process.
   duplicate.on('error', () => {});
   return { client: duplicate, owned: true };
@@ -64,6 +101,19 @@ function safeClient(client: Client, timeoutMs: number): { client: Client; owned:
 
 function isNoScript(err: unknown): boolean {
   return err instanceof Error && err.message.startsWith('NOSCRIPT');
+}
+
+/** ioredis refusing to send because the connection is not ready: the command certainly did not run. */
+function notSent(err: unknown): boolean {
+  return err instanceof Error && /enableOfflineQueue options is false/.test(err.message);
+}
+
+/**
+ * Eviction policies under which Redis may drop limiter keys when memory is full, which silently
+ * resets buckets to full. Every limiter key carries a TTL, so `volatile-*` policies can pick them too.
+ */
+function evicts(policy: string): boolean {
+  return policy.startsWith('allkeys-') || policy.startsWith('volatile-');
 }
 
 /**
@@ -97,29 +147,93 @@ export class RedisStore implements Store {
     if (options.now !== undefined && typeof options.now !== 'function') {
       throw new ConfigError('now', 'expected a function returning milliseconds');
     }
+    if (options.onWarning !== undefined && typeof options.onWarning !== 'function') {
+      throw new ConfigError('onWarning', 'expected a function taking a message');
+    }
     const { client, owned } = safeClient(options.client, timeoutMs);
     this.#client = client;
     this.#owned = owned;
     this.#timeoutMs = timeoutMs;
     this.#now = options.now;
     this.prefix = prefix;
+    const warn = options.onWarning ?? console.warn;
+    if (client.status === 'ready') void this.#checkEviction(warn);
+    else client.once('ready', () => void this.#checkEviction(warn));
   }
 
-  /** Resolves once the connection the store uses is ready (useful at startup and in tests). */
+  /** The connection the store runs on: a safe duplicate of the client passed in, unless that one was safe. */
+  get client(): Redis | Cluster {
+    return this.#client;
+  }
+
+  /**
+   * Warns when any master may evict limiter keys. Best effort: a few attempts (the store's command
+   * timeout is tight and the process may be busy starting), then silence.
+   */
+  async #checkEviction(warn: (message: string) => void): Promise<void> {
+    for (let attempt = 1; attempt <= EVICTION_CHECK_ATTEMPTS; attempt++) {
+      if (this.#closed) return;
+      const masters = isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
+      const policies = await Promise.all(
+        masters.map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1]),
+      ).catch(() => undefined);
+      if (policies === undefined) {
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS).unref());
+        continue;
+      }
+      const bad = policies.find((p): p is string => p !== undefined && evicts(p));
+      if (bad !== undefined) {
+        warn(
+          `tokenlease: Redis maxmemory-policy is ${bad}: when memory is full Redis may evict limiter ` +
+            'keys, which resets their buckets to full. Use maxmemory-policy noeviction (a full Redis ' +
+            "then fails calls, and each rule's fail policy applies) and size maxmemory as the README says.",
+        );
+      }
+      return;
+    }
+  }
+
+  /**
+   * Resolves once the connection the store uses is ready; for a Cluster, once every master has
+   * answered too. Calls made before then may fail (and fall back): no command waits in a queue, and
+   * a Cluster refuses commands to a node whose connection is still being set up.
+   */
   async ready(): Promise<void> {
-    if (this.#client.status === 'ready') return;
-    await new Promise<void>((resolve, reject) => {
-      const onReady = () => {
-        this.#client.off('end', onEnd);
-        resolve();
-      };
-      const onEnd = () => {
-        this.#client.off('ready', onReady);
-        reject(new StoreError('Redis connection ended before it was ready'));
-      };
-      this.#client.once('ready', onReady);
-      this.#client.once('end', onEnd);
-    });
+    if (this.#client.status !== 'ready') {
+      await new Promise<void>((resolve, reject) => {
+        const onReady = () => {
+          this.#client.off('end', onEnd);
+          resolve();
+        };
+        const onEnd = () => {
+          this.#client.off('ready', onReady);
+          reject(new StoreError('Redis connection ended before it was ready'));
+        };
+        this.#client.once('ready', onReady);
+        this.#client.once('end', onEnd);
+      });
+    }
+    if (!isCluster(this.#client)) return;
+    // Setting up a node connection may outlast the command timeout (armed while the ping waits
+    // for it), so a few attempts are allowed.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await Promise.all(this.#client.nodes('master').map((node) => node.ping()));
+        return;
+      } catch (err) {
+        if (attempt === READY_ATTEMPTS) {
+          throw new StoreError(`A Redis Cluster master did not answer: ${String(err)}`, err);
+        }
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS / 10));
+      }
+    }
+  }
+
+  /** The Cluster node currently serving `key` per the client's slot map; one shard for a single Redis. */
+  shardOf(key: string): string {
+    if (!isCluster(this.#client)) return '';
+    const slot = keySlot(this.prefix + key);
+    return this.#client.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
   async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
@@ -151,6 +265,8 @@ export class RedisStore implements Store {
       if (err instanceof TokenleaseError) throw err;
       if (err instanceof Error && /timed out/i.test(err.message))
         throw new StoreTimeoutError(this.#timeoutMs);
+      if (notSent(err))
+        throw new StoreUnavailableError(`Redis is not connected: ${(err as Error).message}`, err);
       throw new StoreError(`Redis call failed: ${err instanceof Error ? err.message : String(err)}`, err);
     } finally {
       clearTimeout(timer);

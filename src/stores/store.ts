@@ -32,6 +32,12 @@ export interface Operation<S, Req, Res> {
  */
 export interface Store {
   run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res>;
+  /**
+   * Which keys fail together, e.g. the Redis Cluster node serving the key. The limiter suspends
+   * calls per shard after failures, so one failed node does not suspend the keys of the others.
+   * Without it, the whole store is one shard. Must be cheap and must not fail.
+   */
+  shardOf?(key: string): string;
   /** Releases connections the store owns. Idempotent. */
   close(): Promise<void>;
 }

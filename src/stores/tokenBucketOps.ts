@@ -2,6 +2,8 @@ import {
   type AcquireRequest,
   type AcquireResult,
   acquire,
+  type DebitRequest,
+  debit,
   type ReleaseRequest,
   release,
   type TokenBucketState,
@@ -36,4 +38,11 @@ export const tokenBucketRelease: Operation<TokenBucketState, ReleaseRequest, nul
   apply: release,
   args: (r) => [r.rate, r.periodMs, r.burst, r.tokens],
   parse: () => null,
+};
+
+export const tokenBucketDebit: Operation<TokenBucketState, DebitRequest, number> = {
+  script: 'token_bucket_debit',
+  apply: debit,
+  args: (r) => [r.rate, r.periodMs, r.burst, r.tokens],
+  parse: (reply) => num(reply, 'debited tokens'),
 };

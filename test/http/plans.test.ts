@@ -162,6 +162,7 @@ describe('Limiter: setPolicies, describe, per-rule decisions', () => {
         { policy: 'drop', key: 'k' },
       ]);
     }
+    await new Promise((resolve) => setImmediate(resolve)); // refill-ahead leases still in flight land
     const before = limiter.stats();
     limiter.setPolicies({ keep: bucket(100), change: bucket(100), drop: bucket(100) });
     await new Promise((resolve) => setImmediate(resolve));

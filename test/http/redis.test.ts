@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { Limiter, RedisStore, TokenleaseError } from '../../src/index.js';
+import { Limiter, RedisStore } from '../../src/index.js';
 import { closeAllClients, redisClient, trackClient, uniquePrefix } from '../support/clients.js';
 import { startRedis } from '../support/redisServer.js';
 import { parseRateLimit, startServer, tokenBucket, virtualClock } from './servers.js';
@@ -51,7 +51,7 @@ describe('HTTP rate limiting on a RedisStore', () => {
     expect((await get()).status).toBe(200);
   });
 
-  it('answers 503 with Retry-After when Redis is down, or lets requests through with passOnStoreError', async () => {
+  it("answers by each rule's fail policy when Redis is down: 'closed' refuses with Retry-After, 'open' lets through", async () => {
     const redis = await startRedis();
     cleanup.push(() => redis.stop());
     const client = trackClient(
@@ -64,19 +64,22 @@ describe('HTTP rate limiting on a RedisStore', () => {
     client.on('error', () => {});
     const store = new RedisStore({ client, timeoutMs: 200 });
     await store.ready();
-    const policies = { p: tokenBucket(100) };
     const errors: unknown[] = [];
-    const closed = new Limiter({ store, policies, sweepIntervalMs: 0 });
-    const open = new Limiter({ store, policies, sweepIntervalMs: 0 });
+    // The limiter applies the fail policy, so the HTTP layer sees decisions, not store errors.
+    const closed = new Limiter({
+      store,
+      policies: { p: { algorithm: 'token-bucket', rate: 100, fail: 'closed' } },
+      sweepIntervalMs: 0,
+    });
+    const open = new Limiter({
+      store,
+      policies: { p: { algorithm: 'token-bucket', rate: 100, fail: 'open' } },
+      sweepIntervalMs: 0,
+    });
     // Keyed by API key, so a key never seen before needs a store call.
     const rules = [{ policy: 'p', by: 'apiKey' as const }];
     const failClosed = await startServer('node', { limiter: closed, rules, onError: (e) => errors.push(e) });
-    const failOpen = await startServer('fastify', {
-      limiter: open,
-      rules,
-      passOnStoreError: true,
-      onError: (e) => errors.push(e),
-    });
+    const failOpen = await startServer('fastify', { limiter: open, rules, onError: (e) => errors.push(e) });
     cleanup.push(
       () => closed.close(),
       () => open.close(),
@@ -87,17 +90,12 @@ describe('HTTP rate limiting on a RedisStore', () => {
     expect((await get(failClosed.url, 'k_1')).status, 'while Redis is up').toBe(200);
 
     await redis.kill();
-    const unavailable = await get(failClosed.url, 'k_2');
-    expect(unavailable.status, 'fail closed').toBe(503);
-    expect(unavailable.headers.get('retry-after')).toBe('1');
-    expect(await unavailable.json()).toEqual({
-      error: 'rate_limiter_unavailable',
-      message: 'Rate limiting is temporarily unavailable; retry in 1 second.',
-    });
+    const refused = await get(failClosed.url, 'k_2');
+    expect(refused.status, 'fail closed').toBe(429);
+    expect(refused.headers.get('retry-after'), 'until the store is probed again').toBe('1');
     const passed = await get(failOpen.url, 'k_3');
     expect(passed.status, 'fail open').toBe(200);
-    expect(passed.headers.get('ratelimit')).toBeNull();
-    expect(errors.length).toBeGreaterThan(0);
-    expect(errors.every((e) => e instanceof TokenleaseError)).toBe(true);
+    expect(closed.stats().fallbackDecisions + open.stats().fallbackDecisions).toBe(2);
+    expect(errors, "store failures are the fail policy's to handle, not errors").toEqual([]);
   });
 });

@@ -63,6 +63,9 @@ describe('openTelemetryObserver', () => {
     const all = await points(reader);
     expect(all.join('\n')).not.toContain('secret-key');
     expect(all.filter((p) => !p.startsWith('tokenlease.store.duration'))).toEqual([
+      'tokenlease.breaker.state{state=closed} 1',
+      'tokenlease.breaker.state{state=half-open} 0',
+      'tokenlease.breaker.state{state=open} 0',
       'tokenlease.decisions{policy=exact,outcome=allowed,source=store} 10',
       'tokenlease.decisions{policy=exact,outcome=denied,source=lease} 2',
       'tokenlease.decisions{policy=exact,outcome=denied,source=store} 1',

@@ -154,7 +154,7 @@ describe('prometheusObserver', () => {
     const labelValues = new Set<string>();
     for (const match of text.matchAll(/(\w+)="([^"]*)"/g)) labelValues.add(`${match[1]}=${match[2]}`);
     const allowed =
-      /^(policy=(exact|leased)|outcome=(allowed|denied)|source=(lease|store)|reason=(limit|cost-above-limit)|op=token_bucket_(acquire|release)|rank=[1-5]|le=.*)$/;
+      /^(policy=(exact|leased)|outcome=(allowed|denied)|source=(lease|store)|reason=(limit|cost-above-limit)|op=token_bucket_(acquire|release)|rank=[1-5]|state=(closed|open|half-open)|le=.*)$/;
     for (const label of labelValues) expect(label, 'a bounded label value').toMatch(allowed);
     // The keys are still answerable through the API.
     expect(limiter.topDenied('exact', 1)[0]?.key).toMatch(/^secret-api-key-/);
@@ -221,12 +221,16 @@ describe('prometheusObserver', () => {
     expect(await samples(registry, 'tokenlease_local_keys')).toEqual(['tokenlease_local_keys 1']);
   });
 
-  it('exports the breaker state each attached limiter reports, and nothing without a breaker', async () => {
+  it('exports the breaker state each attached limiter reports', async () => {
     const registry = new Registry();
     const observer = prometheusObserver({ registry });
     const limiter = new Limiter({ policies, sweepIntervalMs: 0, observers: [observer] });
     open.push(limiter);
-    expect(await samples(registry, 'tokenlease_breaker_state'), 'no breaker, no series').toEqual([]);
+    expect(await samples(registry, 'tokenlease_breaker_state'), 'every limiter has a breaker').toEqual([
+      'tokenlease_breaker_state{state="closed"} 1',
+      'tokenlease_breaker_state{state="open"} 0',
+      'tokenlease_breaker_state{state="half-open"} 0',
+    ]);
     // What a limiter with a store breaker reports through stats(); this one stands in for two more.
     const breaker = (state: 'open' | 'half-open'): ObservedLimiter => ({
       policies: [],
@@ -236,7 +240,7 @@ describe('prometheusObserver', () => {
     observer.attach?.(breaker('open'));
     observer.attach?.(breaker('half-open'));
     expect(await samples(registry, 'tokenlease_breaker_state')).toEqual([
-      'tokenlease_breaker_state{state="closed"} 0',
+      'tokenlease_breaker_state{state="closed"} 1',
       'tokenlease_breaker_state{state="open"} 1',
       'tokenlease_breaker_state{state="half-open"} 1',
     ]);

@@ -14,7 +14,7 @@ import {
   slidingLogAcquire,
   slidingLogRelease,
 } from '../../src/stores/slidingLogOps.js';
-import { tokenBucketAcquire, tokenBucketRelease } from '../../src/stores/tokenBucketOps.js';
+import { tokenBucketAcquire, tokenBucketDebit, tokenBucketRelease } from '../../src/stores/tokenBucketOps.js';
 import {
   fixedWindowAcquire,
   fixedWindowRelease,
@@ -101,6 +101,10 @@ const tokenBucket: ModelSpec = {
           fc.double({ min: 0, max: 60, noNaN: true }).map((t) => {
             const req = { ...s, tokens: t };
             return run(`release ${JSON.stringify(req)}`, tokenBucketRelease, () => req);
+          }),
+          fc.double({ min: 0.001, max: 60, noNaN: true }).map((t) => {
+            const req = { ...s, tokens: t };
+            return run(`debit ${JSON.stringify(req)}`, tokenBucketDebit, () => req);
           }),
           advance(2000),
         ),

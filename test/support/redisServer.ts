@@ -142,6 +142,10 @@ function serverArgs(port: number, dir: string, extraArgs: string[], clusterBusPo
       join(dir, `nodes-${port}.conf`),
       '--cluster-node-timeout',
       '2000',
+      // Replicas sync at once instead of after the default 5 s wait for more replicas; a replica
+      // that never synced cannot be promoted, so failover tests would silently wait forever.
+      '--repl-diskless-sync-delay',
+      '0',
     );
   }
   return [...args, ...extraArgs];
@@ -285,14 +289,20 @@ export function startRedis(opts: StartRedisOptions = {}): Promise<RedisProcess> 
 
 async function clusterReady(ports: number[]): Promise<boolean> {
   const infos = await Promise.all(
-    ports.map((port) => withConnection(port, (c) => c.cluster('INFO')).catch(() => '')),
+    ports.map((port) =>
+      withConnection(port, async (c) => `${await c.cluster('INFO')}${await c.info('replication')}`).catch(
+        () => '',
+      ),
+    ),
   );
   return infos.every(
     (info) =>
       info.includes('cluster_state:ok') &&
       info.includes('cluster_slots_assigned:16384') &&
       // Every node must know every other one, or clients may get inconsistent slot maps.
-      info.includes(`cluster_known_nodes:${ports.length}\r`),
+      info.includes(`cluster_known_nodes:${ports.length}\r`) &&
+      // A replica is only a failover candidate once it has synced with its master.
+      (info.includes('role:master') || info.includes('master_link_status:up')),
   );
 }
 

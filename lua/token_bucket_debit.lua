@@ -1,0 +1,28 @@
+-- Token bucket write-back: takes tokens a fail-policy fallback admitted while Redis was unreachable.
+-- Never refuses; takes the level down to empty and no further, and leaves a negative level alone.
+-- Port of debit() in src/algorithms/tokenBucket.ts.
+--
+-- KEYS[1]  hash  bucket: l = level (tokens), t = store time in ms
+-- Returns  the tokens actually taken, as a string.
+
+local bucket = KEYS[1]
+local rate = number_arg(1, 'rate', false)         -- tokens added per period
+local period = number_arg(2, 'period_ms', false)  -- period in ms
+local burst = number_arg(3, 'burst', false)       -- capacity
+local tokens = number_arg(4, 'tokens', false)     -- tokens the fallback admitted
+local now = now_arg(5)                            -- ms
+
+local stored = redis.call('HMGET', bucket, 'l', 't')
+local level = burst
+local ts = nil
+if stored[1] then
+  ts = tonumber(stored[2])
+  local elapsed = math.max(0, now - ts)
+  level = math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period)
+end
+
+local next_level = math.max(level - tokens, math.min(level, 0))
+if next_level == level and ts ~= nil and now >= ts then return fmt(0) end
+redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
+expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+return fmt(level - next_level)
