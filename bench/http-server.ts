@@ -2,7 +2,7 @@
  * The HTTP bench's server, one process per contestant: `tsx bench/http-server.ts <contestant>
  * <redisUrl> <prefix> <zipfKeys>`. Each request is decided for the next key of a Zipf stream (as
  * if many API keys were calling) and answered 200, or 429 when refused. Talks to its parent over IPC:
- * sends `{ port }` once listening; answers 'stats' and 'stop' with its counters.
+ * sends `{ port }` once listening; answers 'stats' and 'stop' with its counters, 'cpu' with its CPU time.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -47,6 +47,10 @@ const stats = () => ({ refused, errors, counters: decider.counters?.() });
 
 process.on('message', async (message) => {
   if (message === 'stats') process.send?.({ stats: stats() });
+  if (message === 'cpu') {
+    const used = process.cpuUsage();
+    process.send?.({ cpuUs: used.user + used.system });
+  }
   if (message === 'stop') {
     server.closeAllConnections();
     server.close();

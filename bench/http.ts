@@ -56,12 +56,19 @@ async function stopServer(server: Server): Promise<ServerStats> {
   return stats;
 }
 
+/** CPU time the server process has used so far, in µs. */
+async function serverCpu(server: Server): Promise<number> {
+  server.child.send('cpu');
+  return reply<number>(server.child, 'cpuUs');
+}
+
 async function serverStats(server: Server): Promise<ServerStats> {
   server.child.send('stats');
   return reply<ServerStats>(server.child, 'stats');
 }
 
 interface Load {
+  readonly requests: number;
   readonly rps: number;
   readonly p50: number;
   readonly p99: number;
@@ -80,6 +87,7 @@ function load(url: string, connections: number, durationMs: number): Promise<Loa
         if (err) return reject(err);
         const sorted = Float64Array.from(latencies).sort();
         resolve({
+          requests: latencies.length,
           rps: latencies.length / result.duration,
           p50: quantileSorted(sorted, 0.5),
           p99: quantileSorted(sorted, 0.99),
@@ -98,6 +106,8 @@ function load(url: string, connections: number, durationMs: number): Promise<Loa
 
 interface Series {
   rps: number[];
+  /** Server CPU µs per request at saturation: steadier than requests/s on a shared machine. */
+  cpuUs: number[];
   satP50: number[];
   satP99: number[];
   satP999: number[];
@@ -110,6 +120,7 @@ interface Series {
 
 const emptySeries = (): Series => ({
   rps: [],
+  cpuUs: [],
   satP50: [],
   satP99: [],
   satP999: [],
@@ -170,7 +181,9 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
         const s = servers[(i + round) % servers.length] as Server;
         ctx.log(`http: ${name}, round ${round + 1}/${http.rounds}, ${s.id}`);
         const data = series.get(s.id) as Series;
+        const cpuBefore = await serverCpu(s);
         const sat = await load(s.url, http.connections, http.ms);
+        data.cpuUs.push(((await serverCpu(s)) - cpuBefore) / sat.requests);
         const one = await load(s.url, 1, http.ms);
         data.rps.push(sat.rps);
         data.satP50.push(sat.p50);
@@ -212,6 +225,18 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
       vs: isBase ? 'baseline' : `${loss >= 0 ? '−' : '+'}${Math.abs(100 * loss).toFixed(1)}% throughput`,
       note: `p50/p99/p99.9 ${[data.satP50, data.satP99, data.satP999].map((v) => median(v).toFixed(2)).join('/')} ms; ${check}${own ? `; ${own}` : ''}`,
     });
+    const cpu = summarize(data.cpuUs);
+    // CPU time hardly drifts with the machine's load, so medians compare directly (pairs add noise).
+    const cpuAdded = base && !isBase ? cpu.median / median(base.cpuUs) - 1 : 0;
+    rows.push({
+      bench: 'http',
+      case: `server CPU per request, ${http.connections} connections, ${name}`,
+      contestant: label,
+      value: `${cpu.median.toFixed(1)} µs`,
+      spread: percentSpread(cpu),
+      vs: isBase ? 'baseline' : `${cpuAdded >= 0 ? '+' : '−'}${Math.abs(100 * cpuAdded).toFixed(1)}% CPU`,
+      note: 'process.cpuUsage() of the server over the throughput run',
+    });
     for (const [pct, values, baseValues] of [
       ['p50', data.p50, base?.p50],
       ['p99', data.p99, base?.p99],
@@ -240,7 +265,7 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
     if (id === OURS && base) {
       targets.push({
         target: `throughput loss ≤ ${100 * THROUGHPUT_LOSS_TARGET}% (tokenlease, Redis store), ${name}`,
-        measured: `${(100 * loss).toFixed(1)}% at ${http.connections} connections; ${check}`,
+        measured: `${(100 * loss).toFixed(1)}% at ${http.connections} connections (server CPU per request ${cpuAdded >= 0 ? '+' : '−'}${Math.abs(100 * cpuAdded).toFixed(1)}%); ${check}`,
         met: loss <= THROUGHPUT_LOSS_TARGET && data.refused === 0,
       });
     }
