@@ -3,6 +3,10 @@ import { runMetricsOverhead } from './metrics-overhead.js';
 import type { BenchOutput } from './report.js';
 import { si } from './report.js';
 
+function signedNs(ns: number): string {
+  return `${ns >= 0 ? '+' : '−'}${Math.abs(ns).toFixed(0)} ns`;
+}
+
 /** The observability helper's bench (metrics on vs off on the lease-hit path), in the suite's table. */
 export async function runMetrics(ctx: BenchContext): Promise<BenchOutput> {
   const { rounds, decisions } = ctx.profile.metrics;
@@ -21,7 +25,7 @@ export async function runMetrics(ctx: BenchContext): Promise<BenchOutput> {
         ...row,
         contestant: 'tokenlease, Prometheus metrics',
         value: `${si(on)} decisions/CPU-s`,
-        vs: `${(on / off).toFixed(2)}× (${(1e9 / on - 1e9 / off).toFixed(0)} ns/decision added)`,
+        vs: `${(on / off).toFixed(2)}× throughput (${signedNs(1e9 / on - 1e9 / off)}/decision)`,
       },
     ],
     targets: [],
