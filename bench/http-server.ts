@@ -1,0 +1,65 @@
+/**
+ * The HTTP bench's server, one process per contestant: `tsx bench/http-server.ts <contestant>
+ * <redisUrl> <prefix> <zipfKeys>`. Each request is decided for the next key of a Zipf stream (as
+ * if many API keys were calling) and answered 200, or 429 when refused. Talks to its parent over IPC:
+ * sends `{ port }` once listening; answers 'stats' and 'stop' with its counters, 'cpu' with its CPU time.
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { contestant } from './contestants.js';
+import { STREAM_LENGTH, zipfKeys } from './zipf.js';
+
+const [id = '', redisUrl = '', prefix = '', keys = '10000'] = process.argv.slice(2);
+const decider = await contestant(id).create('hit', { redisUrl, prefix });
+const stream = zipfKeys(Number(keys));
+const mask = STREAM_LENGTH - 1;
+let next = 0;
+let refused = 0;
+let errors = 0;
+
+function answer(res: ServerResponse, allowed: boolean): void {
+  if (allowed) {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('ok');
+  } else {
+    refused++;
+    res.writeHead(429, { 'content-type': 'text/plain' });
+    res.end('too many requests');
+  }
+}
+
+const server = createServer((_req, res) => {
+  const decision = decider.decide(stream[next++ & mask] as string);
+  // The baseline answers synchronously: no limiter, not even an await.
+  if (typeof decision === 'boolean') answer(res, decision);
+  else
+    decision.then(
+      (allowed) => answer(res, allowed),
+      () => {
+        errors++;
+        res.writeHead(503);
+        res.end();
+      },
+    );
+});
+
+const stats = () => ({ refused, errors, counters: decider.counters?.() });
+
+process.on('message', async (message) => {
+  if (message === 'stats') process.send?.({ stats: stats() });
+  if (message === 'cpu') {
+    const used = process.cpuUsage();
+    process.send?.({ cpuUs: used.user + used.system });
+  }
+  if (message === 'stop') {
+    server.closeAllConnections();
+    server.close();
+    await decider.close();
+    process.send?.({ stats: stats() });
+    process.disconnect();
+  }
+});
+
+server.listen(0, '127.0.0.1', () => {
+  process.send?.({ port: (server.address() as AddressInfo).port });
+});

@@ -1,0 +1,274 @@
+import { type ChildProcess, fork } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { type Counters, contestant, describeCounters } from './contestants.js';
+import type { BenchContext } from './context.js';
+import { type BenchOutput, ms, percentSpread, type Row, si, signedMs, type TargetCheck } from './report.js';
+import { median, quantileSorted, summarize } from './stats.js';
+
+const BASELINE = 'none';
+const OURS = 'tokenlease-redis';
+const ADDED_P99_TARGET_MS = 0.05;
+const THROUGHPUT_LOSS_TARGET = 0.05;
+/** autocannon stops on a sample tick; its 1 s default would stretch every run to whole seconds. */
+const SAMPLE_MS = 100;
+
+interface ServerStats {
+  readonly refused: number;
+  readonly errors: number;
+  readonly counters?: Counters;
+}
+
+interface Server {
+  readonly id: string;
+  readonly child: ChildProcess;
+  readonly url: string;
+}
+
+async function reply<T>(child: ChildProcess, key: string): Promise<T> {
+  for (;;) {
+    const [message] = (await once(child, 'message')) as [Record<string, unknown>];
+    if (key in message) return message[key] as T;
+  }
+}
+
+async function startServer(ctx: BenchContext, id: string, keys: number): Promise<Server> {
+  const script = fileURLToPath(new URL('./http-server.ts', import.meta.url));
+  const args = [id, ctx.redis.url, `${ctx.runId}:http:${keys}:${id}:`, String(keys)];
+  const child = fork(script, args, {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = once(child, 'exit').then(([code]) => {
+    throw new Error(`HTTP server for ${id} exited with ${String(code)} before listening`);
+  });
+  const port = await Promise.race([reply<number>(child, 'port'), exited]);
+  exited.catch(() => {});
+  return { id, child, url: `http://127.0.0.1:${port}/` };
+}
+
+async function stopServer(server: Server): Promise<ServerStats> {
+  if (server.child.exitCode !== null) return { refused: 0, errors: 0 };
+  server.child.send('stop');
+  const stats = await reply<ServerStats>(server.child, 'stats');
+  if (server.child.exitCode === null) await once(server.child, 'exit');
+  return stats;
+}
+
+/** CPU time the server process has used so far, in µs. */
+async function serverCpu(server: Server): Promise<number> {
+  server.child.send('cpu');
+  return reply<number>(server.child, 'cpuUs');
+}
+
+async function serverStats(server: Server): Promise<ServerStats> {
+  server.child.send('stats');
+  return reply<ServerStats>(server.child, 'stats');
+}
+
+interface Load {
+  readonly requests: number;
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly p999: number;
+  readonly refused: number;
+  readonly failed: number;
+}
+
+/** One autocannon run; latencies come from its per-response timings (µs resolution, not its ms histogram). */
+function load(url: string, connections: number, durationMs: number): Promise<Load> {
+  return new Promise((resolve, reject) => {
+    const latencies: number[] = [];
+    const instance = autocannon(
+      { url, connections, duration: durationMs / 1000, pipelining: 1, sampleInt: SAMPLE_MS },
+      (err, result) => {
+        if (err) return reject(err);
+        const sorted = Float64Array.from(latencies).sort();
+        resolve({
+          requests: latencies.length,
+          rps: latencies.length / result.duration,
+          p50: quantileSorted(sorted, 0.5),
+          p99: quantileSorted(sorted, 0.99),
+          p999: quantileSorted(sorted, 0.999),
+          refused: result.statusCodeStats['429']?.count ?? 0,
+          failed:
+            result.errors + result.timeouts + (result.non2xx - (result.statusCodeStats['429']?.count ?? 0)),
+        });
+      },
+    );
+    instance.on('response', (_client, _status, _bytes, time) => {
+      latencies.push(time);
+    });
+  });
+}
+
+interface Series {
+  rps: number[];
+  /** Server CPU µs per request at saturation: steadier than requests/s on a shared machine. */
+  cpuUs: number[];
+  satP50: number[];
+  satP99: number[];
+  satP999: number[];
+  p50: number[];
+  p99: number[];
+  p999: number[];
+  refused: number;
+  failed: number;
+}
+
+const emptySeries = (): Series => ({
+  rps: [],
+  cpuUs: [],
+  satP50: [],
+  satP99: [],
+  satP999: [],
+  p50: [],
+  p99: [],
+  p999: [],
+  refused: 0,
+  failed: 0,
+});
+
+/** Per-round differences to the baseline of the same round, then their median: back to back, paired. */
+function pairedMedian(
+  ours: readonly number[],
+  base: readonly number[],
+  f: (a: number, b: number) => number,
+): number {
+  return median(ours.map((v, i) => f(v, base[i] as number)));
+}
+
+function keysName(keys: number): string {
+  return keys === 1 ? '1 key' : `${keys / 1000}k Zipf keys`;
+}
+
+/**
+ * Requests/s at saturation (closed loop, many connections) and latency with one connection (no
+ * queueing: what the limiter adds to a request), for each contestant back to back in every round.
+ */
+export async function runHttp(ctx: BenchContext): Promise<BenchOutput> {
+  const rows: Row[] = [];
+  const targets: TargetCheck[] = [];
+  for (const keys of ctx.profile.http.keys) {
+    const out = await runKeySet(ctx, keys);
+    rows.push(...out.rows);
+    targets.push(...out.targets);
+  }
+  return { rows, targets };
+}
+
+async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> {
+  const { http } = ctx.profile;
+  const name = keysName(keys);
+  const servers: Server[] = [];
+  const series = new Map<string, Series>();
+  const notes = new Map<string, string>();
+  try {
+    const started = await Promise.allSettled(http.contestants.map((id) => startServer(ctx, id, keys)));
+    for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
+    for (const r of started) if (r.status === 'rejected') throw r.reason;
+    for (const s of servers) {
+      series.set(s.id, emptySeries());
+      ctx.log(`http: ${name}, warming ${s.id}`);
+      await load(s.url, http.connections, http.warmMs);
+    }
+    const before = new Map<string, Counters | undefined>();
+    for (const s of servers) before.set(s.id, (await serverStats(s)).counters);
+    for (let round = 0; round < http.rounds; round++) {
+      for (let i = 0; i < servers.length; i++) {
+        const s = servers[(i + round) % servers.length] as Server;
+        ctx.log(`http: ${name}, round ${round + 1}/${http.rounds}, ${s.id}`);
+        const data = series.get(s.id) as Series;
+        const cpuBefore = await serverCpu(s);
+        const sat = await load(s.url, http.connections, http.ms);
+        data.cpuUs.push(((await serverCpu(s)) - cpuBefore) / sat.requests);
+        const one = await load(s.url, 1, http.ms);
+        data.rps.push(sat.rps);
+        data.satP50.push(sat.p50);
+        data.satP99.push(sat.p99);
+        data.satP999.push(sat.p999);
+        data.p50.push(one.p50);
+        data.p99.push(one.p99);
+        data.p999.push(one.p999);
+        data.refused += sat.refused + one.refused;
+        data.failed += sat.failed + one.failed;
+      }
+    }
+    for (const s of servers) {
+      const start = before.get(s.id);
+      const end = (await serverStats(s)).counters;
+      if (start && end) notes.set(s.id, describeCounters(start, end));
+    }
+  } finally {
+    await Promise.all(servers.map(stopServer));
+  }
+
+  const base = series.get(BASELINE);
+  const rows: Row[] = [];
+  const targets: TargetCheck[] = [];
+  for (const id of http.contestants) {
+    const data = series.get(id) as Series;
+    const label = contestant(id).label;
+    const isBase = id === BASELINE;
+    const thr = summarize(data.rps);
+    const loss = base && !isBase ? pairedMedian(data.rps, base.rps, (a, b) => 1 - a / b) : 0;
+    const own = notes.get(id);
+    const check = `${data.refused} refused (429)${data.failed > 0 ? `, ${data.failed} failed` : ''}`;
+    rows.push({
+      bench: 'http',
+      case: `throughput, ${http.connections} connections, ${name}`,
+      contestant: label,
+      value: `${si(thr.median)} req/s`,
+      spread: percentSpread(thr),
+      vs: isBase ? 'baseline' : `${loss >= 0 ? '−' : '+'}${Math.abs(100 * loss).toFixed(1)}% throughput`,
+      note: `p50/p99/p99.9 ${[data.satP50, data.satP99, data.satP999].map((v) => median(v).toFixed(2)).join('/')} ms; ${check}${own ? `; ${own}` : ''}`,
+    });
+    const cpu = summarize(data.cpuUs);
+    // CPU time hardly drifts with the machine's load, so medians compare directly (pairs add noise).
+    const cpuAdded = base && !isBase ? cpu.median / median(base.cpuUs) - 1 : 0;
+    rows.push({
+      bench: 'http',
+      case: `server CPU per request, ${http.connections} connections, ${name}`,
+      contestant: label,
+      value: `${cpu.median.toFixed(1)} µs`,
+      spread: percentSpread(cpu),
+      vs: isBase ? 'baseline' : `${cpuAdded >= 0 ? '+' : '−'}${Math.abs(100 * cpuAdded).toFixed(1)}% CPU`,
+      note: 'process.cpuUsage() of the server over the throughput run',
+    });
+    for (const [pct, values, baseValues] of [
+      ['p50', data.p50, base?.p50],
+      ['p99', data.p99, base?.p99],
+      ['p99.9', data.p999, base?.p999],
+    ] as const) {
+      const s = summarize(values);
+      const added = baseValues && !isBase ? pairedMedian(values, baseValues, (a, b) => a - b) : 0;
+      rows.push({
+        bench: 'http',
+        case: `latency ${pct}, 1 connection, ${name}`,
+        contestant: label,
+        value: ms(s.median),
+        spread: percentSpread(s),
+        vs: isBase ? 'baseline' : `${signedMs(added)} added`,
+        note: '',
+      });
+      if (id === OURS && pct === 'p99' && base) {
+        const atSaturation = pairedMedian(data.satP99, base.satP99, (a, b) => a - b);
+        targets.push({
+          target: `added p99 latency over no limiter ≤ ${ADDED_P99_TARGET_MS} ms (tokenlease, Redis store), ${name}`,
+          measured: `${signedMs(added)} with 1 connection; ${signedMs(atSaturation, 2)} at ${http.connections} connections`,
+          met: added <= ADDED_P99_TARGET_MS,
+        });
+      }
+    }
+    if (id === OURS && base) {
+      targets.push({
+        target: `throughput loss ≤ ${100 * THROUGHPUT_LOSS_TARGET}% (tokenlease, Redis store), ${name}`,
+        measured: `${(100 * loss).toFixed(1)}% at ${http.connections} connections (server CPU per request ${cpuAdded >= 0 ? '+' : '−'}${Math.abs(100 * cpuAdded).toFixed(1)}%); ${check}`,
+        met: loss <= THROUGHPUT_LOSS_TARGET && data.refused === 0,
+      });
+    }
+  }
+  return { rows, targets };
+}

@@ -1,0 +1,33 @@
+import type { BenchContext } from './context.js';
+import { runMetricsOverhead } from './metrics-overhead.js';
+import type { BenchOutput } from './report.js';
+import { si } from './report.js';
+
+function signedNs(ns: number): string {
+  return `${ns >= 0 ? '+' : '−'}${Math.abs(ns).toFixed(0)} ns`;
+}
+
+/** The observability helper's bench (metrics on vs off on the lease-hit path), in the suite's table. */
+export async function runMetrics(ctx: BenchContext): Promise<BenchOutput> {
+  const { rounds, decisions } = ctx.profile.metrics;
+  ctx.log(`metrics: ${rounds} rounds × ${decisions} decisions per side`);
+  const { on, off } = await runMetricsOverhead({ rounds, decisions, keys: 100 });
+  const row = {
+    bench: 'metrics',
+    case: 'lease hit, 100 keys, MemoryStore',
+    spread: '',
+    note: `median of ${rounds} alternating rounds; CPU time (bench/metrics-overhead.ts)`,
+  };
+  return {
+    rows: [
+      { ...row, contestant: 'tokenlease, no observers', value: `${si(off)} decisions/CPU-s`, vs: 'baseline' },
+      {
+        ...row,
+        contestant: 'tokenlease, Prometheus metrics',
+        value: `${si(on)} decisions/CPU-s`,
+        vs: `${(on / off).toFixed(2)}× throughput (${signedNs(1e9 / on - 1e9 / off)}/decision)`,
+      },
+    ],
+    targets: [],
+  };
+}

@@ -1,0 +1,199 @@
+import {
+  type Contestant,
+  type Counters,
+  contestant,
+  type Decider,
+  describeCounters,
+  type Scenario,
+} from './contestants.js';
+import { type BenchContext, forEachLimited } from './context.js';
+import { drive } from './driver.js';
+import { type BenchOutput, percentSpread, type Row, si, type TargetCheck } from './report.js';
+import { median, summarize } from './stats.js';
+import { type KeySet, keySets } from './zipf.js';
+
+const CASES: Record<Scenario, string> = {
+  hit: 'lease hit',
+  miss: 'lease miss',
+  denied: 'denied, answered locally',
+  multi: 'multi-rule (2 rules)',
+};
+
+/** The contestant every other one is compared to: the Map bucket driven like the rest (awaited). */
+const FLOOR = 'map';
+/** The lease-hit target: tokenlease within this factor of the floor's cost per decision. */
+const HIT_TARGET = 3;
+
+interface Entrant {
+  readonly contestant: Contestant;
+  readonly decider: Decider;
+  readonly concurrency: number;
+  readonly rates: number[];
+  readonly cpuRates: number[];
+  decisions: number;
+  allowed: number;
+  errors: number;
+  counters?: { before: Counters; after: Counters };
+}
+
+/** Returns the number of failed warm-up decisions. */
+async function warm(e: Entrant, keys: KeySet, scenario: Scenario, warmMs: number): Promise<number> {
+  // A denied key must have spent its one token before timing starts (the first decision passes).
+  const touches = scenario === 'denied' ? 2 : 0;
+  let failed = 0;
+  for (let t = 0; t < touches; t++) {
+    failed += await forEachLimited(keys.distinct, e.concurrency, (key) => e.decider.decide(key));
+  }
+  const r = await drive(e.decider, {
+    stream: keys.stream,
+    durationMs: warmMs,
+    concurrency: e.concurrency,
+    sync: e.contestant.sync,
+  });
+  return failed + r.errors;
+}
+
+function expectedAllowed(scenario: Scenario): number {
+  return scenario === 'denied' ? 0 : 1;
+}
+
+/** Runs one case: every contestant warmed up, then `rounds` rounds taking turns. */
+async function measureCase(
+  ctx: BenchContext,
+  scenario: Scenario,
+  k: number,
+  keys: KeySet,
+): Promise<Entrant[]> {
+  const { profile } = ctx;
+  const entrants: Entrant[] = [];
+  try {
+    for (const id of profile.micro.contestants) {
+      const c = contestant(id);
+      const decider = await c.create(scenario, {
+        redisUrl: ctx.redis.url,
+        prefix: `${ctx.runId}:micro:${scenario}:${k}:${id}:`,
+      });
+      entrants.push({
+        contestant: c,
+        decider,
+        concurrency: c.redis ? profile.redisConcurrency : 1,
+        rates: [],
+        cpuRates: [],
+        decisions: 0,
+        allowed: 0,
+        errors: 0,
+      });
+    }
+    for (const e of entrants) {
+      const failed = await warm(e, keys, scenario, profile.micro.warmMs);
+      if (failed > 0) ctx.log(`micro: ${failed} warm-up decisions of ${e.contestant.label} failed`);
+    }
+    for (const e of entrants) {
+      const before = e.decider.counters?.();
+      if (before) e.counters = { before, after: before };
+    }
+    for (let round = 0; round < profile.rounds; round++) {
+      // Rotating the order spreads slow moments of a shared machine over all contestants.
+      for (let i = 0; i < entrants.length; i++) {
+        const e = entrants[(i + round) % entrants.length] as Entrant;
+        const r = await drive(e.decider, {
+          stream: keys.stream,
+          durationMs: profile.micro.roundMs,
+          concurrency: e.concurrency,
+          sync: e.contestant.sync,
+        });
+        e.rates.push(r.perSecond);
+        e.cpuRates.push(r.perCpuSecond);
+        e.decisions += r.decisions;
+        e.allowed += r.allowed;
+        e.errors += r.errors;
+      }
+    }
+    for (const e of entrants) {
+      const after = e.decider.counters?.();
+      if (after && e.counters) e.counters.after = after;
+    }
+  } finally {
+    await Promise.all(entrants.map((e) => e.decider.close()));
+  }
+  return entrants;
+}
+
+interface CaseResult {
+  readonly rows: Row[];
+  /** tokenlease's lease-hit cost relative to the floor, per contestant label. */
+  readonly hits: { readonly label: string; readonly wall: number; readonly cpu: number }[];
+}
+
+function caseRows(
+  ctx: BenchContext,
+  scenario: Scenario,
+  keys: KeySet,
+  entrants: readonly Entrant[],
+): CaseResult {
+  const label = `${CASES[scenario]}, ${keys.name}`;
+  const floorEntrant = entrants.find((e) => e.contestant.id === FLOOR);
+  const floor = floorEntrant ? summarize(floorEntrant.rates) : undefined;
+  const rows: Row[] = [];
+  const hits: CaseResult['hits'][number][] = [];
+  for (const e of entrants) {
+    const s = summarize(e.rates);
+    const cost = floor ? floor.median / s.median : Number.NaN;
+    // Redis's share of the work is not this process's CPU time, so only in-process ones compare.
+    const cpuCost =
+      floorEntrant && !e.contestant.redis ? median(floorEntrant.cpuRates) / median(e.cpuRates) : Number.NaN;
+    const notes: string[] = [];
+    if (e.contestant.redis) notes.push(`${ctx.profile.redisConcurrency} in flight`);
+    if (e.contestant.id !== FLOOR && Number.isFinite(cpuCost))
+      notes.push(`${cpuCost.toFixed(2)}× floor CPU time`);
+    if (e.counters) {
+      notes.push(
+        describeCounters(e.counters.before, e.counters.after, scenario === 'multi' ? 'rule' : 'decision'),
+      );
+    }
+    if (e.errors > 0) notes.push(`${e.errors} errors`);
+    const allowedShare = e.decisions === 0 ? Number.NaN : e.allowed / e.decisions;
+    if (Math.abs(allowedShare - expectedAllowed(scenario)) > 1e-9) {
+      notes.push(`${(100 * allowedShare).toFixed(2)}% allowed`);
+    }
+    rows.push({
+      bench: 'micro',
+      case: label,
+      contestant: e.contestant.label,
+      value: `${si(s.median)} decisions/s`,
+      spread: percentSpread(s),
+      vs: floor ? (e.contestant.id === FLOOR ? 'floor' : `${cost.toFixed(2)}× floor cost`) : '',
+      note: notes.filter(Boolean).join('; '),
+    });
+    if (scenario === 'hit' && e.contestant.id.startsWith('tokenlease') && floor) {
+      hits.push({ label: `${e.contestant.label}, ${keys.name}`, wall: cost, cpu: cpuCost });
+    }
+  }
+  return { rows, hits };
+}
+
+/** Decisions per second in one process, per scenario and key set, all contestants in the same rounds. */
+export async function runMicro(ctx: BenchContext): Promise<BenchOutput> {
+  const rows: Row[] = [];
+  const hits: CaseResult['hits'][number][] = [];
+  for (const scenario of ctx.profile.micro.scenarios) {
+    for (const [k, keys] of keySets(ctx.profile.zipfKeys).entries()) {
+      ctx.log(`micro: ${CASES[scenario]}, ${keys.name}`);
+      const result = caseRows(ctx, scenario, keys, await measureCase(ctx, scenario, k, keys));
+      rows.push(...result.rows);
+      hits.push(...result.hits);
+    }
+  }
+  const measured = hits.map(
+    (h) =>
+      `${h.label}: ${h.wall.toFixed(2)}×${Number.isFinite(h.cpu) ? ` (CPU time ${h.cpu.toFixed(2)}×)` : ''}`,
+  );
+  const targets: TargetCheck[] = [
+    {
+      target: `lease-hit decisions/s within ${HIT_TARGET}× of the bare Map floor`,
+      measured: measured.length > 0 ? `cost vs floor: ${measured.join('; ')}` : '',
+      met: hits.length > 0 ? hits.every((h) => h.wall <= HIT_TARGET) : undefined,
+    },
+  ];
+  return { rows, targets };
+}
