@@ -174,6 +174,11 @@ export class Limiter {
   readonly #entries: LRUCache<string, KeyState>;
   /** Evicted states that still hold something needing upkeep (held concurrency slots). */
   readonly #pinned = new Set<KeyState>();
+  /**
+   * The state looked up last. A hot key asked again skips building its storage key and the LRU
+   * lookup; it is already the most recently used entry, so recency stays right.
+   */
+  #last: { rule: Rule; key: string; state: KeyState } | undefined;
   readonly #pending = new Set<Promise<unknown>>();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #telemetry: Telemetry;
@@ -205,8 +210,10 @@ export class Limiter {
     const maxKeys = positiveInteger(options.maxKeys ?? 100_000, 'maxKeys');
     this.#entries = new LRUCache<string, KeyState>({
       max: maxKeys,
-      dispose: (state, _id, reason) =>
-        state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
+      dispose: (state, _id, reason) => {
+        if (state === this.#last?.state) this.#last = undefined;
+        state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured');
+      },
     });
     const sweepMs = options.sweepIntervalMs ?? 500;
     if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
@@ -475,19 +482,35 @@ export class Limiter {
   }
 
   #entry(rule: Rule, key: string): KeyState {
+    const last = this.#last;
+    if (last !== undefined && last.rule === rule && last.key === key) return last.state;
     const id = storageKey(rule.algorithm, rule.name, key);
     let state = this.#entries.get(id);
     if (!state) {
       state = ENGINES[rule.algorithm].open(this.#ctx, rule as never, key, id);
       this.#entries.set(id, state);
     }
+    this.#last = { rule, key, state };
     return state;
   }
 
-  /** `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow). */
-  async #check(rule: Rule, key: string, cost: number, check?: Check): Promise<Consumed> {
+  /**
+   * `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow).
+   * A lease hit returns without a promise: the hot path allocates none.
+   */
+  #check(rule: Rule, key: string, cost: number, check?: Check): Consumed | Promise<Consumed> {
     this.#stats.decisions++;
     const state = this.#entry(rule, key);
+    return state.consumeLocal?.(cost, check) ?? this.#checkStore(state, rule, key, cost, check);
+  }
+
+  async #checkStore(
+    state: KeyState,
+    rule: Rule,
+    key: string,
+    cost: number,
+    check?: Check,
+  ): Promise<Consumed> {
     try {
       return await state.consume!(cost, check);
     } catch (err) {

@@ -75,6 +75,8 @@ export interface KeyState {
   readonly storageKey: string;
   /** `check`: the caller's check of a multi-rule consume (route, shadow), for observers. */
   consume?(cost: number, check?: Check): Promise<Consumed>;
+  /** The same decision without a promise when local state alone can answer; undefined otherwise. */
+  consumeLocal?(cost: number, check?: Check): Consumed | undefined;
   /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
   reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
   /** Slot algorithms: hold slots until released (`Limiter.acquire`). */

@@ -46,7 +46,24 @@ class TokenBucketKey implements KeyState {
   }
 
   async consume(cost: number, check?: Check): Promise<Consumed> {
-    const decision = await this.#consume(cost, check);
+    return this.#consumed(await this.#consume(cost, check), cost);
+  }
+
+  /**
+   * The lease hit without a promise: answers when tokens this instance holds cover `cost` right now,
+   * else leaves the request to `consume` (nothing changed).
+   */
+  consumeLocal(cost: number, check?: Check): Consumed | undefined {
+    const { ctx, rule } = this;
+    if (rule.exact || cost > rule.maxLease || this.segments.length === 0) return undefined;
+    const now = ctx.now();
+    if (now >= this.expiresAt || !lease.take(this.segments, now, cost)) return undefined;
+    noteDemand(this.demand, now, cost);
+    this.#refillAhead(now);
+    return this.#consumed(ctx.answer(0, cost, check, this.#allow(now)), cost);
+  }
+
+  #consumed(decision: Decision, cost: number): Consumed {
     if (!decision.allowed) return { decision };
     const refund = () => {
       this.#refund(cost);
