@@ -38,3 +38,13 @@ end
 local function fmt(x)
   return string.format('%.17g', x)
 end
+
+-- Token bucket state at `now`: the refilled level and the stored time (nil when the bucket is
+-- absent, i.e. full). Port of refill() in src/algorithms/tokenBucket.ts, same arithmetic order.
+local function bucket_level(bucket, now, rate, period, burst)
+  local stored = redis.call('HMGET', bucket, 'l', 't')
+  if not stored[1] then return burst, nil end
+  local ts = tonumber(stored[2])
+  local elapsed = math.max(0, now - ts)
+  return math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period), ts
+end

@@ -14,14 +14,7 @@ local min = number_arg(5, 'min', false)           -- fewest tokens worth grantin
 local ahead = number_arg(6, 'ahead', true)        -- how far below zero the level may go
 local now = now_arg(7)                            -- ms
 
-local stored = redis.call('HMGET', bucket, 'l', 't')
-local level = burst
-local ts = nil
-if stored[1] then
-  ts = tonumber(stored[2])
-  local elapsed = math.max(0, now - ts)
-  level = math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period)
-end
+local level, ts = bucket_level(bucket, now, rate, period, burst)
 
 local room = level + ahead
 local granted = 0

@@ -12,14 +12,7 @@ local burst = number_arg(3, 'burst', false)       -- capacity
 local tokens = number_arg(4, 'tokens', false)     -- tokens the fallback admitted
 local now = now_arg(5)                            -- ms
 
-local stored = redis.call('HMGET', bucket, 'l', 't')
-local level = burst
-local ts = nil
-if stored[1] then
-  ts = tonumber(stored[2])
-  local elapsed = math.max(0, now - ts)
-  level = math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period)
-end
+local level, ts = bucket_level(bucket, now, rate, period, burst)
 
 local next_level = math.max(level - tokens, math.min(level, 0))
 if next_level == level and ts ~= nil and now >= ts then return fmt(0) end

@@ -11,11 +11,8 @@ local burst = number_arg(3, 'burst', false)       -- capacity
 local tokens = number_arg(4, 'tokens', true)      -- unused tokens handed back
 local now = now_arg(5)                            -- ms
 
-local stored = redis.call('HMGET', bucket, 'l', 't')
-if not stored[1] then return false end
-
-local elapsed = math.max(0, now - tonumber(stored[2]))
-local level = math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period)
+local level, ts = bucket_level(bucket, now, rate, period, burst)
+if ts == nil then return false end
 local next_level = math.min(burst, level + tokens)
 redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
 expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
