@@ -27,8 +27,9 @@ const METRICS = [
   { unit: 'ms Redis CPU', of: (c: Cost) => c.cpuMs },
 ] as const;
 
-function ratioText(theirs: number, ours: number): string {
-  if (ours === 0) return theirs === 0 ? '' : 'tokenlease: none';
+function ratioText(theirs: number, ours: number, unit: string): string {
+  // Redis CPU below its own idle noise reads as 0 after the idle share is subtracted.
+  if (ours === 0) return theirs === 0 ? '' : unit === 'commands' ? 'tokenlease: none' : 'tokenlease: ≈ idle';
   return `${si(theirs / ours)}× tokenlease`;
 }
 
@@ -104,7 +105,7 @@ export async function runRedisCost(ctx: BenchContext): Promise<BenchOutput> {
             contestant: contestant(id).label,
             value: `${m.of(cost).toPrecision(3)} ${m.unit}`,
             spread: '',
-            vs: ours && id !== OURS ? ratioText(m.of(cost), m.of(ours)) : '',
+            vs: ours && id !== OURS ? ratioText(m.of(cost), m.of(ours), m.unit) : '',
             note:
               m.unit === 'commands'
                 ? `${cost.roundTrips.toPrecision(3)} round trips, ${si(cost.netBytes)}B network; ${cost.detail}`
