@@ -9,11 +9,13 @@ import {
   type TokenBucketState,
 } from '../algorithms/tokenBucket.js';
 import { StoreError } from '../errors.js';
+import { replyArray, replyNumber } from './reply.js';
 import type { Operation } from './store.js';
 
-function num(value: unknown, what: string): number {
-  const n = typeof value === 'string' || typeof value === 'number' ? Number(value) : Number.NaN;
-  if (!Number.isFinite(n)) throw new StoreError(`Unexpected ${what} in token bucket reply: ${String(value)}`);
+/** A bucket's numbers are always finite: an infinite one means a corrupt reply, not a value. */
+function num(value: unknown, what: string, script: string): number {
+  const n = replyNumber(value, what, script);
+  if (!Number.isFinite(n)) throw new StoreError(`Unexpected ${what} in ${script} reply: ${String(value)}`);
   return n;
 }
 
@@ -22,14 +24,9 @@ export const tokenBucketAcquire: Operation<TokenBucketState, AcquireRequest, Acq
   apply: acquire,
   args: (r) => [r.rate, r.periodMs, r.burst, r.want, r.min, r.ahead],
   parse(reply) {
-    if (!Array.isArray(reply) || reply.length !== 3) {
-      throw new StoreError(`Unexpected token bucket reply: ${JSON.stringify(reply)}`);
-    }
-    return {
-      granted: num(reply[0], 'granted'),
-      levelBefore: num(reply[1], 'level'),
-      now: num(reply[2], 'now'),
-    };
+    const s = 'token_bucket_acquire';
+    const r = replyArray(reply, 3, s);
+    return { granted: num(r[0], 'granted', s), levelBefore: num(r[1], 'level', s), now: num(r[2], 'now', s) };
   },
 };
 
@@ -44,5 +41,5 @@ export const tokenBucketDebit: Operation<TokenBucketState, DebitRequest, number>
   script: 'token_bucket_debit',
   apply: debit,
   args: (r) => [r.rate, r.periodMs, r.burst, r.tokens],
-  parse: (reply) => num(reply, 'debited tokens'),
+  parse: (reply) => num(reply, 'debited tokens', 'token_bucket_debit'),
 };
