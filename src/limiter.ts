@@ -20,6 +20,7 @@ import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observ
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { storageKey } from './stores/keys.js';
 import { MemoryStore } from './stores/memoryStore.js';
+import { resetKey } from './stores/resetOps.js';
 import type { Store } from './stores/store.js';
 
 export interface LimiterOptions {
@@ -180,6 +181,8 @@ export class Limiter {
    */
   #last: { rule: Rule; key: string; state: KeyState } | undefined;
   readonly #pending = new Set<Promise<unknown>>();
+  /** Storage keys being reset: their disposal hands nothing back. */
+  readonly #forgetting = new Set<string>();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #telemetry: Telemetry;
   readonly #failover: Failover;
@@ -210,8 +213,10 @@ export class Limiter {
     const maxKeys = positiveInteger(options.maxKeys ?? 100_000, 'maxKeys');
     this.#entries = new LRUCache<string, KeyState>({
       max: maxKeys,
-      dispose: (state, _id, reason) => {
+      dispose: (state, id, reason) => {
         if (state === this.#last?.state) this.#last = undefined;
+        // A reset key's leased tokens belong to the state being deleted: nothing to hand back.
+        if (this.#forgetting.has(id)) return;
         state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured');
       },
     });
@@ -315,6 +320,48 @@ export class Limiter {
     const each = outcomes.map((o) => (o.decision.allowed && o.refund ? o.refund() : o.decision));
     if (failure) throw failure.reason;
     return { ...latestRetry(denied), checks: each };
+  }
+
+  /**
+   * Gives back `cost` tokens that an allowed `consume` of `policy` for `key` took, e.g. for a
+   * request that should not count after all (a failed upstream call). Token bucket and fixed and
+   * sliding window policies; the tokens go to the local lease when one is held, else to the store
+   * (a window's tokens only to the window they came from: a window that ended is not raised).
+   */
+  async refund(policy: string, key: string, cost = 1): Promise<void> {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const rule = this.#rule(policy, 'policy', 'consume');
+    const state = this.#entry(rule, this.#key(key, 'key'));
+    const c = checkCost(cost, 'cost', rule);
+    if (!state.refund) {
+      throw new ArgumentError(
+        'policy',
+        `policy ${JSON.stringify(policy)} is a ${rule.algorithm} policy: refunds by key exist for token-bucket, fixed-window and sliding-window policies`,
+      );
+    }
+    await state.refund(c);
+  }
+
+  /**
+   * Forgets everything about `key` under `policy`, here and in the store: its next request finds a
+   * full bucket or an empty window. Leases other instances hold stay theirs (they hand them back
+   * into the fresh state, capped at the limit). Rejects with a store error when the store fails.
+   */
+  async reset(policy: string, key: string): Promise<void> {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const rule = this.#rule(policy, 'policy');
+    const id = storageKey(rule.algorithm, rule.name, this.#key(key, 'key'));
+    this.#forgetting.add(id);
+    try {
+      this.#entries.delete(id);
+    } finally {
+      this.#forgetting.delete(id);
+    }
+    this.#stats.storeCalls++;
+    await this.#failover.store.run(resetKey, id, null).catch((err: unknown) => {
+      this.#stats.storeErrors++;
+      throw err;
+    });
   }
 
   /**

@@ -81,6 +81,11 @@ export interface KeyState {
   reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
   /** Slot algorithms: hold slots until released (`Limiter.acquire`). */
   acquire?(cost: number): Promise<SlotHandle>;
+  /**
+   * Gives back `cost` tokens an allowed consume took (`Limiter.refund`): into the local lease when
+   * one is held, else to the store. Algorithms without it cannot refund by key.
+   */
+  refund?(cost: number): Promise<void>;
   /** Hands back whatever is leased (lease expiry, eviction, close). Never throws. */
   returnUnused(reason: ReturnReason): void;
   /** Periodic upkeep; true when the state holds nothing worth keeping and may be forgotten. */

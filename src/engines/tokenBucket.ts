@@ -18,6 +18,7 @@ import {
   type KeyState,
   MAX_ATTEMPTS,
   seconds,
+  storeCall,
 } from './engine.js';
 
 class TokenBucketKey implements KeyState {
@@ -250,6 +251,18 @@ class TokenBucketKey implements KeyState {
     return (
       this.segments.length === 0 && now >= this.deniedUntil && demandPerMs(this.demand, now) * 1000 < 0.01
     );
+  }
+
+  async refund(cost: number): Promise<void> {
+    const { ctx, rule } = this;
+    // The refused cost may fit now.
+    this.deniedUntil = 0;
+    if (!rule.exact && this.segments.length > 0) {
+      lease.refund(this.segments, ctx.now(), cost);
+      return;
+    }
+    const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens: cost };
+    await storeCall(ctx, tokenBucketRelease, this.storageKey, request);
   }
 
   /** Puts back tokens of a multi-rule check refused elsewhere, into whatever state holds the key now. */

@@ -90,6 +90,8 @@ class WindowKey implements KeyState {
   #remaining: number;
   #opensPerMs = 0;
   #windowEndsAt = Number.NEGATIVE_INFINITY;
+  /** Index of the window the last store reply was about. */
+  #window = 0;
   #resetAt = Number.NEGATIVE_INFINITY;
   #inflight: Promise<void> | undefined;
 
@@ -261,6 +263,7 @@ class WindowKey implements KeyState {
   }
 
   #learn(result: WindowGrant, sentAt: number): void {
+    this.#window = result.window;
     this.#remaining = result.remaining;
     this.#opensPerMs = result.opensPerMs;
     this.#windowEndsAt = sentAt + result.msLeft;
@@ -289,6 +292,24 @@ class WindowKey implements KeyState {
     return (
       this.slice === undefined && now >= this.#deniedUntil && demandPerMs(this.#demand, now) * 1000 < 0.01
     );
+  }
+
+  async refund(cost: number): Promise<void> {
+    const { ctx, rule } = this;
+    // The refused cost may fit now.
+    this.#deniedUntil = 0;
+    const now = ctx.now();
+    const slice = this.slice;
+    if (slice && now < slice.endsAt) {
+      lease.refund(slice.segments, now, cost);
+      return;
+    }
+    const window = now < this.#windowEndsAt ? this.#window : windowIndex(now, rule.windowMs);
+    await storeCall(ctx, this.#algorithm.release, this.storageKey, {
+      windowMs: rule.windowMs,
+      window,
+      tokens: cost,
+    });
   }
 
   /** Puts back tokens of a multi-rule check refused elsewhere: into the local slice, else the store. */
