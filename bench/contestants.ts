@@ -11,7 +11,7 @@ import { Limiter, MemoryStore, type PolicyConfig, RedisStore } from './tokenleas
  *   contestants without leases do exactly what they do on a hit.
  * - `denied`: every key is already over its limit (the warm-up spent it).
  * - `multi`: two rules per request (a per-second rule and a daily quota), all must pass.
- *   tokenlease and rate-limiter-flexible count the quota in a fixed window; the seeds' script and
+ *   tokenlease and rate-limiter-flexible count the quota in a fixed window; the per-request script and
  *   the Map floor only have token buckets, so theirs is a bucket refilling once a day.
  */
 export type Scenario = 'hit' | 'miss' | 'denied' | 'multi';
@@ -157,7 +157,7 @@ function tokenleaseDecider(limiter: Limiter, scenario: Scenario, close: () => Pr
 }
 
 function tokenleasePolicies(scenario: Scenario): Record<string, PolicyConfig> {
-  // The seeds' plan: a per-second token bucket plus a daily quota as a fixed window.
+  // A typical API-key plan: a per-second token bucket plus a daily quota as a fixed window.
   const daily: PolicyConfig = { algorithm: 'fixed-window', limit: DAILY.burst, window: '1d' };
   return {
     main: policy(mainLimit(scenario), scenario === 'miss'),
@@ -194,7 +194,7 @@ async function seedLuaDecider(client: Redis, prefix: string, scenario: Scenario)
   const decide =
     scenario === 'multi'
       ? async (key: string) => {
-          // Both rules in parallel, as a user of the seeds' script would; no refund if one refuses.
+          // Both rules in parallel, as a user of a per-request script would; no refund if one refuses.
           const [a, b] = await Promise.all([
             call(main, `${prefix}s:${key}`),
             call(DAILY, `${prefix}d:${key}`),

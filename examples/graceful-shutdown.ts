@@ -1,5 +1,5 @@
 /**
- * A minimal gateway that hands its leased tokens back on SIGTERM (README "Failure behaviour").
+ * A minimal gateway that hands its leased tokens back on SIGTERM (docs/operations.md).
  *
  *   REDIS_URL=redis://127.0.0.1:6379 npx tsx examples/graceful-shutdown.ts
  *   curl 'http://127.0.0.1:<port>/?key=client-42'

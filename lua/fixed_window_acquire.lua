@@ -1,6 +1,6 @@
 -- Fixed window lease acquisition: grant up to `want` tokens (at least `min`, else none) from the
--- current window's quota and count them, in one atomic step. The seeds' INCR + one-time EXPIRE,
--- without their gap: the expiry is set in the same script, once, when a window's first grant
+-- current window's quota and count them, in one atomic step. The common INCR + one-time EXPIRE,
+-- without its gap: the expiry is set in the same script, once, when a window's first grant
 -- creates the key, so no request ever extends it and no key ever lives without one.
 -- Port of acquire() in src/algorithms/fixedWindow.ts.
 --

@@ -1,5 +1,5 @@
 -- Sliding log: trim entries older than the window, count the rest, and append the request only if
--- it fits — in ONE atomic step. (The seeds pipeline ZREMRANGEBYSCORE + ZCARD and send ZADD in a
+-- it fits — in ONE atomic step. (The common recipe pipelines ZREMRANGEBYSCORE + ZCARD and sends ZADD in a
 -- second round trip; concurrent callers then all see the same count and all append.)
 -- A refused request is not recorded. Port of acquire() in src/algorithms/slidingLog.ts.
 --

@@ -3,9 +3,9 @@ import type { ScaleEvent, ScenarioInput } from './scenario.js';
 
 /** Policies `--policy` accepts by name. */
 export const POLICIES: Record<string, PolicyConfig> = {
-  /** The seeds' per-API-key limit: 100 req/s, burst 100. */
+  /** A per-API-key limit: 100 req/s, burst 100. */
   'per-second': { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 },
-  /** The seeds' provider limit: 100 requests per minute. */
+  /** An upstream provider's limit: 100 requests per minute. */
   'per-minute': { algorithm: 'token-bucket', rate: 100, period: '1m', burst: 100 },
   /** The per-second policy with one store call per decision: the baseline leasing is measured against. */
   'per-second-exact': { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100, lease: 'exact' },
@@ -21,14 +21,14 @@ const SCALING = (leave: ScaleEvent['leave']): ScaleEvent[] => [
 ];
 
 /**
- * The default suite `npm run sim` runs: the seeds' case at three loads (the core's acceptance
+ * The default suite `npm run sim` runs: the per-API-key case at three loads (the core's acceptance
  * numbers), then one scenario per traffic shape, balancer and scaling mode.
  */
 export const SUITE: ScenarioInput[] = [
   {
     name: 'seeds-6x',
     description:
-      "The seeds' case: one key, 100 req/s burst 100, demand 600 req/s for 60 s; Zipf balancing, autoscaling 5 → 20 → 8.",
+      'One API key at 100 req/s burst 100, demand 600 req/s for 60 s; Zipf balancing, autoscaling 5 → 20 → 8.',
     policy: perSecond,
     durationMs: 60_000,
     instances: 5,
@@ -77,7 +77,8 @@ export const SUITE: ScenarioInput[] = [
   },
   {
     name: 'per-minute-6x',
-    description: "The seeds' provider limit: 100 per minute with a peak of 600 per minute, for 10 minutes.",
+    description:
+      "An upstream provider's limit: 100 per minute with a peak of 600 per minute, for 10 minutes.",
     policy: POLICIES['per-minute']!,
     durationMs: 600_000,
     balancer: { kind: 'round-robin' },
@@ -179,7 +180,7 @@ export const SUITE: ScenarioInput[] = [
   {
     name: 'exact-6x',
     description:
-      "Baseline: the seeds' 6× case with lease: 'exact' (one store call per decision that is not cached).",
+      "Baseline: the seeds-6x case with lease: 'exact' (one store call per decision that is not cached).",
     policy: POLICIES['per-second-exact']!,
     durationMs: 30_000,
     traffic: { demand: { shape: 'steady', load: 6 } },

@@ -15,7 +15,7 @@ export interface Decision {
   /**
    * What decided: `'lease'` local state alone (tokens leased earlier, a remembered denial),
    * `'store'` a store call made for this request, `'fallback'` the rule's fail policy because the
-   * store failed or is suspended (README "Failure behaviour"). Always set by `Limiter`.
+   * store failed or is suspended (docs/operations.md). Always set by `Limiter`.
    */
   source?: DecisionSource;
   /** For a multi-rule `consume`: each rule's own decision, in the order of the checks. */

@@ -52,7 +52,7 @@ export interface LimiterOptions {
   sweepIntervalMs?: number;
   /**
    * Receivers of decision, store-call, lease and breaker events (metrics, alerts, logs); see
-   * README "Observability". Without observers no event object is built.
+   * docs/observability.md. Without observers no event object is built.
    * @default []
    */
   observers?: readonly Observer[];
@@ -64,7 +64,7 @@ export interface LimiterOptions {
   /**
    * Instances expected to share the limits. While the store is unreachable, a rule failing
    * `'local'` admits `1 / expectedInstances` of its limit per instance (or the instance's share of
-   * the key's recent leases, when larger). See README "Failure behaviour".
+   * the key's recent leases, when larger). See docs/operations.md.
    * @default 1
    */
   expectedInstances?: number;
@@ -166,8 +166,8 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /**
  * Decides each request from tokens leased out of a shared store, going to the store only when a
- * lease runs low or out. Each algorithm plugs in as an engine (`src/engines/`). See README "How
- * leasing works" for the guarantees.
+ * lease runs low or out. Each algorithm plugs in as an engine (`src/engines/`). See docs/architecture.md
+ * for the guarantees.
  */
 export class Limiter {
   #rules: Map<string, Rule>;
@@ -561,7 +561,7 @@ export class Limiter {
     try {
       return await state.consume!(cost, check);
     } catch (err) {
-      // The store failed or is suspended: the rule's fail policy decides (README "Failure behaviour").
+      // The store failed or is suspended: the rule's fail policy decides (docs/operations.md).
       if (!(err instanceof TokenleaseError) || !err.code.startsWith('ERR_TOKENLEASE_STORE')) throw err;
       const waited = !(err instanceof StoreUnavailableError);
       if (!waited) this.#stats.localDecisions++;

@@ -3,7 +3,7 @@ import { type Duration, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 
 /**
- * What a rule does while its store is unreachable (README "Failure behaviour"):
+ * What a rule does while its store is unreachable (docs/operations.md):
  * - `'local'`: an in-process bucket holding this instance's share of the limit;
  * - `'open'`: allow everything, reported as `source: 'fallback'`;
  * - `'closed'`: deny everything, with `retryAfterMs` until the store is probed again.
@@ -53,7 +53,7 @@ export interface TokenBucketPolicy {
   /** Lease tuning, or `'exact'` for one store call per decision (lease = the cost). */
   lease?: LeaseOptions | 'exact';
   /**
-   * What to do while the store is unreachable (README "Failure behaviour"): `'local'` admits this
+   * What to do while the store is unreachable (docs/operations.md): `'local'` admits this
    * instance's share of the limit from an in-process bucket, `'open'` allows, `'closed'` denies.
    * Tokens already leased keep serving first in every mode.
    * @default 'local'
@@ -101,7 +101,7 @@ export interface FixedWindowPolicy {
    */
   lease?: WindowLeaseOptions | 'exact';
   /**
-   * What to do while the store is unreachable (README "Failure behaviour").
+   * What to do while the store is unreachable (docs/operations.md).
    * @default 'local'
    */
   fail?: FailMode;
@@ -119,7 +119,7 @@ export interface SlidingWindowPolicy {
    */
   lease?: WindowLeaseOptions | 'exact';
   /**
-   * What to do while the store is unreachable (README "Failure behaviour").
+   * What to do while the store is unreachable (docs/operations.md).
    * @default 'local'
    */
   fail?: FailMode;
@@ -142,7 +142,7 @@ export interface SlidingLogPolicy {
    */
   lease?: 'exact';
   /**
-   * What to do while the store is unreachable (README "Failure behaviour").
+   * What to do while the store is unreachable (docs/operations.md).
    * @default 'local'
    */
   fail?: FailMode;
@@ -171,7 +171,7 @@ export interface LeakyBucketPolicy {
    */
   lease?: 'exact';
   /**
-   * What `consume()` does while the store is unreachable (README "Failure behaviour"); `reserve()`
+   * What `consume()` does while the store is unreachable (docs/operations.md); `reserve()`
    * and `wait()` reject with the store's error instead.
    * @default 'local'
    */

@@ -100,7 +100,7 @@ describe('fixed window', () => {
     expect([...perWindow.values()].reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(290);
   });
 
-  it("runs the seed's plan: 100 req/s token bucket and 1M/day quota per API key as two rules of one request", async () => {
+  it('runs a typical API-key plan: 100 req/s token bucket and 1M/day quota per API key as two rules of one request', async () => {
     const plan = {
       'per-key': { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 },
       daily: { algorithm: 'fixed-window', limit: 1_000_000, window: '1d' },

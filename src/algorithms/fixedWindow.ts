@@ -2,7 +2,7 @@
  * Fixed window: at most `limit` tokens per window (a minute, a day, a calendar month in UTC).
  * The counter is reset when a new window starts; windows are aligned to the Unix epoch (UTC).
  *
- * Over the limit: a request is refused without being counted (unlike the seeds' INCR, which counts
+ * Over the limit: a request is refused without being counted (unlike a plain INCR counter, which counts
  * refusals too) until the window ends. Windows are independent, so a client can spend `limit` at
  * the end of one window and `limit` again at the start of the next: up to 2 × `limit` in a short
  * interval across an edge. That is the price of one counter per key.

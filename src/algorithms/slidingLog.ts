@@ -2,7 +2,7 @@
  * Sliding log: the exact count over the last `window` ms. Every admitted unit of cost is one entry
  * (a ZSET member in Redis, scored by its time); entries older than the window are trimmed, the rest
  * counted, and the request appended only if it fits — trim, count and append in ONE atomic step.
- * (The seeds pipeline ZCARD and send ZADD in a second round trip: concurrent callers all see the
+ * (The common recipe pipelines ZCARD and sends ZADD in a second round trip: concurrent callers all see the
  * same count and all append, over-admitting.)
  *
  * Over the limit: the request is refused and NOT recorded, so a client hammering a full log does

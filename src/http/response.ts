@@ -12,7 +12,7 @@ export interface RefusalBody {
   body: Record<string, unknown>;
 }
 
-/** A human sentence saying what happened and when to retry (seed 003: "through how long to repeat"). */
+/** A human sentence saying what happened and when to retry. */
 export function refusalMessage(policies: readonly string[], retryAfter: number | undefined): string {
   const names = policies.map((p) => JSON.stringify(p)).join(', ');
   if (retryAfter === undefined) {

@@ -186,7 +186,7 @@ export class RedisStore implements Store {
         warn(
           `tokenlease: Redis maxmemory-policy is ${bad}: when memory is full Redis may evict limiter ` +
             'keys, which resets their buckets to full. Use maxmemory-policy noeviction (a full Redis ' +
-            "then fails calls, and each rule's fail policy applies) and size maxmemory as the README says.",
+            "then fails calls, and each rule's fail policy applies) and size maxmemory as docs/operations.md says.",
         );
       }
       return;

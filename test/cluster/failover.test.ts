@@ -118,7 +118,7 @@ describe('Redis Cluster faults', () => {
         return { store, limiter: new Limiter({ store, policies, expectedInstances: EXPECTED }) };
       }),
     );
-    // What the README recommends for a limiter: healthy masters keep serving while one fails over
+    // What docs/operations.md recommends for a limiter: healthy masters keep serving while one fails over
     // (with the default `yes`, every node answers CLUSTERDOWN from failure detection to promotion).
     for (const node of cluster.nodes) {
       await nodeClient(node.port).config('SET', 'cluster-require-full-coverage', 'no');

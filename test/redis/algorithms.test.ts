@@ -96,9 +96,9 @@ describe(`${CALLERS} concurrent callers over ${INSTANCES} instances on one real 
   );
 });
 
-describe("the seeds' sliding log vs ours, on real Redis", () => {
+describe('the common two-round-trip sliding log vs ours, on real Redis', () => {
   /**
-   * The seeds' Go code, ported: ZREMRANGEBYSCORE + ZCARD in one pipelined round trip, then ZADD in
+   * The common Go recipe, ported: ZREMRANGEBYSCORE + ZCARD in one pipelined round trip, then ZADD in
    * a second one if the count was below the limit. (A PEXPIRE is added so the test leaves no key
    * without a TTL; it changes nothing about the race.)
    */
@@ -131,7 +131,7 @@ describe("the seeds' sliding log vs ours, on real Redis", () => {
     const seedAdmitted = seed.filter(Boolean).length;
     // Callers whose count was read before the others' ZADDs arrived all pass. How many do depends
     // on scheduling (on an idle machine: every one), so assert only that the limit is broken.
-    expect(seedAdmitted, 'the seed over-admits').toBeGreaterThan(LIMIT);
+    expect(seedAdmitted, 'the two-round-trip log over-admits').toBeGreaterThan(LIMIT);
     expect(await base.zcard(key)).toBe(seedAdmitted);
 
     const ours = await start(uniquePrefix('ours'), {

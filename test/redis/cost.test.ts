@@ -1,6 +1,6 @@
 /**
  * What each algorithm costs Redis, measured on a private redis-server (so INFO commandstats sees
- * only this file's traffic) and printed as the README's table:
+ * only this file's traffic) and printed as the table in docs/algorithms.md:
  *
  *   npx vitest run test/redis/cost.test.ts
  *
@@ -129,7 +129,7 @@ async function memory(policy: PolicyConfig, decisions: number, spacingMs: number
 
 const hold = (l: Limiter) => l.acquire('p', 'k');
 
-describe('Redis cost per algorithm (printed for the README)', () => {
+describe('Redis cost per algorithm (printed for docs/algorithms.md)', () => {
   it('measures memory per key with MEMORY USAGE', async () => {
     const rows: [string, number][] = [
       ['token-bucket', await memory({ algorithm: 'token-bucket', rate: 100 }, 1, 1)],
