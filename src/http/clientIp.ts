@@ -35,7 +35,7 @@ const MAX_HOPS = 32;
 /** Resolves the client address of a request, honouring trusted proxies, and groups IPv6 by prefix. */
 export class ClientIp {
   readonly #trusted: (address: string, hop: number) => boolean;
-  readonly #subnet: number;
+  readonly #subnet: number | false;
 
   constructor(options: ClientIpOptions = {}) {
     this.#trusted = compileTrust(options.trustProxy ?? false);
@@ -46,7 +46,7 @@ export class ClientIp {
         `expected an integer from 1 to 128 or false, got ${String(subnet)}`,
       );
     }
-    this.#subnet = subnet === false ? 128 : subnet;
+    this.#subnet = subnet;
   }
 
   /**
@@ -58,24 +58,39 @@ export class ClientIp {
     remoteAddress: string | undefined,
     forwardedFor: string | string[] | undefined,
   ): string | undefined {
-    let current = normalize(remoteAddress);
+    let current = parseHop(remoteAddress);
     if (current === undefined || forwardedFor === undefined) return current;
     const header = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor;
     const hops = header.split(',');
     for (let hop = 0; hop < MAX_HOPS && hops.length > 0; hop++) {
       if (!this.#trusted(current, hop)) return current;
-      const next = normalize(hops.pop()!.trim());
+      const next = parseHop(hops.pop()!.trim());
       if (next === undefined) return current;
       current = next;
     }
     return current;
   }
 
-  /** The address as a limiter key part: IPv4 as is, IPv6 as its prefix (`2001:db8:1:2::/64`). */
+  /** The address (from `address` or `normalize`) as a limiter key part: see `ipKey`. */
   group(address: string): string {
-    if (isIP(address) !== 6 || this.#subnet === 128) return address;
-    return ipv6Prefix(address, this.#subnet);
+    return ipKey(address, this.#subnet);
   }
+}
+
+/**
+ * A normalized address as a key: IPv4 as is; IPv6 as its network in CIDR form
+ * (`2001:db8:1:2::/64`), or with `false` the whole address, always written canonically so every
+ * spelling of one address is one key.
+ */
+export function ipKey(address: string, ipv6Subnet: number | false): string {
+  if (isIP(address) !== 6) return address;
+  const words = ipv6Words(address);
+  if (ipv6Subnet === false) return canonicalIpv6(words);
+  const network = words.map((word, i) => {
+    const keep = Math.max(0, Math.min(16, ipv6Subnet - i * 16));
+    return keep === 0 ? 0 : word & ((0xffff << (16 - keep)) & 0xffff);
+  });
+  return `${canonicalIpv6(network)}/${ipv6Subnet}`;
 }
 
 function compileTrust(trust: TrustProxy): (address: string, hop: number) => boolean {
@@ -162,28 +177,57 @@ function samePrefix(a: readonly number[], b: readonly number[], bits: number): b
   return true;
 }
 
-/** Parses an IP address; strips an IPv6 zone and unwraps IPv4-mapped IPv6. Undefined if not an IP. */
+/**
+ * Parses an IP address: strips an IPv6 zone, unwraps IPv4-mapped IPv6 (`::ffff:1.2.3.4` and
+ * `::ffff:102:304` alike) and the deprecated IPv4-compatible dotted form (`::1.2.3.4`), and writes
+ * IPv6 in its canonical form (RFC 5952), so every spelling of one address is one string.
+ * Undefined if not an IP.
+ */
 export function normalize(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
   const address = raw.replace(/%.*$/, '').toLowerCase();
   const family = isIP(address);
   if (family === 4) return address;
   if (family !== 6) return undefined;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(address);
-  return mapped ? mapped[1] : address;
+  const w = ipv6Words(address);
+  const zeros = w[0] === 0 && w[1] === 0 && w[2] === 0 && w[3] === 0 && w[4] === 0;
+  // Mapped is decided by the bits; IPv4-compatible by the notation, because `::1` and `::` share
+  // its range without embedding an IPv4 address (express-rate-limit draws the same line).
+  const mapped = zeros && w[5] === 0xffff;
+  const compatible = zeros && w[5] === 0 && /^::\d+\.\d+\.\d+\.\d+$/.test(address);
+  if (mapped || compatible) return `${w[6]! >> 8}.${w[6]! & 0xff}.${w[7]! >> 8}.${w[7]! & 0xff}`;
+  return canonicalIpv6(w);
 }
 
-/** `2001:db8:1:2:aaaa::1` with 64 bits -> `2001:db8:1:2::/64`. */
-function ipv6Prefix(address: string, bits: number): string {
-  const words = ipv6Words(address);
-  const kept = Math.ceil(bits / 16);
-  const out: string[] = [];
-  for (let i = 0; i < kept; i++) {
-    const keep = Math.min(16, bits - i * 16);
-    const mask = keep === 16 ? 0xffff : (0xffff << (16 - keep)) & 0xffff;
-    out.push(((words[i] ?? 0) & mask).toString(16));
+/**
+ * One hop of a client address as proxies write it: an address, or one with a port appended
+ * (`203.0.113.7:4711`, `[2001:db8::7]:4711`, as Azure Application Gateway sends them), or a
+ * bracketed IPv6 address. Undefined if not an IP.
+ */
+export function parseHop(raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(raw);
+  if (bracketed) return normalize(bracketed[1]);
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(raw);
+  return normalize(v4WithPort ? v4WithPort[1] : raw);
+}
+
+/** RFC 5952: lower-case hex without leading zeros, the longest run (2+) of zero words as `::`. */
+function canonicalIpv6(words: readonly number[]): string {
+  let best = -1;
+  let bestLength = 1;
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && words[j] === 0) j++;
+    if (j - i > bestLength) {
+      best = i;
+      bestLength = j - i;
+    }
+    i = j === i ? i + 1 : j;
   }
-  return `${out.join(':')}${kept < 8 ? '::' : ''}/${bits}`;
+  const hex = words.map((w) => w.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLength).join(':')}`;
 }
 
 /** The eight 16-bit words of a valid IPv6 address (validated by `isIP` before). */
