@@ -6,13 +6,16 @@
 --
 -- KEYS[1]  hash  counter: w = window index, n = tokens counted in that window
 -- Returns  { granted, remaining, opens_per_ms (always 0), window, ms_left, retry_ms, reset_ms } as
---          strings. (ARGV[5], leasing ahead, is the sliding window's: nothing opens early here.)
+--          strings.
 
 local counter = KEYS[1]
 local limit = number_arg(1, 'limit', false)         -- most tokens per window
 local window_ms = number_arg(2, 'window_ms', true)  -- window length in ms; 0 = calendar month (UTC)
 local want = number_arg(3, 'want', false)           -- tokens wanted for the slice
 local min = number_arg(4, 'min', false)             -- fewest tokens worth granting
+-- '1': a window opens at the first grant after the last one ended (index = start / window_ms,
+-- fractional), instead of on the epoch grid. Not for calendar months.
+local first_hit = ARGV[5] == '1' and window_ms > 0
 local now = now_arg(6)                              -- ms
 
 -- Days since 1970-01-01 -> (year, month 1..12), and back: Howard Hinnant's civil calendar
@@ -54,7 +57,13 @@ local stored = redis.call('HMGET', counter, 'w', 'n')
 -- A clock that went backwards stays in the stored window; an older stored window counts as empty.
 local window = window_index(now)
 local used = 0
-if stored[1] then
+if first_hit then
+  window = now / window_ms
+  if stored[1] and now < window_start(tonumber(stored[1]) + 1) then
+    window = tonumber(stored[1])
+    used = tonumber(stored[2])
+  end
+elseif stored[1] then
   local stored_window = tonumber(stored[1])
   if stored_window >= window then
     window = stored_window

@@ -96,6 +96,13 @@ export interface FixedWindowPolicy {
    */
   window: Duration | 'month';
   /**
+   * Where windows start: `'epoch'` on the grid above (every key's window ends at the same time),
+   * `'first-hit'` at a key's first request after its previous window ended, as express-rate-limit
+   * and @fastify/rate-limit count (not with `'month'`).
+   * @default 'epoch'
+   */
+  anchor?: 'epoch' | 'first-hit';
+  /**
    * Lease tuning, or `'exact'` for one store call per decision (lease = the cost).
    * @default {} (leased, with the defaults of `WindowLeaseOptions`)
    */
@@ -241,6 +248,8 @@ export interface WindowRule<A extends WindowAlgorithm = WindowAlgorithm> {
   readonly limit: number;
   /** Window length in ms; `MONTH` (0) for calendar months (fixed window only). */
   readonly windowMs: number;
+  /** Fixed window only: windows open at a key's first request (`anchor: 'first-hit'`). */
+  readonly firstHit: boolean;
   readonly exact: boolean;
   readonly maxFraction: number;
   readonly leaseTtlMs: number;
@@ -432,7 +441,30 @@ function windowed<A extends WindowAlgorithm>(
   } else {
     windowMs = parseDuration(raw.window, `${field}.window`);
   }
-  const rule = { name, algorithm, limit, windowMs, fail: failMode(raw.fail, `${field}.fail`) };
+  const anchor = 'anchor' in raw ? (raw.anchor ?? 'epoch') : 'epoch';
+  if (anchor !== 'epoch' && anchor !== 'first-hit') {
+    throw new ConfigError(
+      `${field}.anchor`,
+      `expected 'epoch' or 'first-hit', got ${JSON.stringify(anchor)}`,
+    );
+  }
+  if (anchor === 'first-hit' && algorithm !== 'fixed-window') {
+    throw new ConfigError(`${field}.anchor`, `'first-hit' is for 'fixed-window' only`);
+  }
+  if (anchor === 'first-hit' && windowMs === MONTH) {
+    throw new ConfigError(
+      `${field}.anchor`,
+      `calendar months start on the 1st: expected 'epoch' with 'month'`,
+    );
+  }
+  const rule = {
+    name,
+    algorithm,
+    limit,
+    windowMs,
+    firstHit: anchor === 'first-hit',
+    fail: failMode(raw.fail, `${field}.fail`),
+  };
   if (raw.lease === 'exact') {
     return { ...rule, exact: true, maxFraction: 0, leaseTtlMs: 0, horizonMs: 0 };
   }

@@ -1,6 +1,7 @@
 /**
  * Fixed window: at most `limit` tokens per window (a minute, a day, a calendar month in UTC).
- * The counter is reset when a new window starts; windows are aligned to the Unix epoch (UTC).
+ * The counter is reset when a new window starts; windows are aligned to the Unix epoch (UTC), or
+ * with `firstHit` open at the first grant after the previous window ended (index = start / length).
  *
  * Over the limit: a request is refused without being counted (unlike a plain INCR counter, which counts
  * refusals too) until the window ends. Windows are independent, so a client can spend `limit` at
@@ -45,8 +46,13 @@ export function windowEnd(index: number, windowMs: number): number {
 }
 
 /** The window a request at `now` counts in; a clock that went backwards stays in the stored window. */
-function current(state: FixedWindowState | undefined, now: number, windowMs: number): number {
-  const index = windowIndex(now, windowMs);
+function current(state: FixedWindowState | undefined, now: number, req: WindowAcquireRequest): number {
+  if (req.firstHit && req.windowMs !== MONTH) {
+    return state !== undefined && now < windowEnd(state.window, req.windowMs)
+      ? state.window
+      : now / req.windowMs;
+  }
+  const index = windowIndex(now, req.windowMs);
   return state !== undefined && state.window > index ? state.window : index;
 }
 
@@ -55,7 +61,7 @@ export function acquire(
   now: number,
   req: WindowAcquireRequest,
 ): Transition<FixedWindowState, WindowGrant> {
-  const window = current(state, now, req.windowMs);
+  const window = current(state, now, req);
   const used = state !== undefined && state.window === window ? state.count : 0;
   const msLeft = windowEnd(window, req.windowMs) - now;
   const room = req.limit - used;

@@ -19,6 +19,14 @@ export interface WindowAcquireRequest {
    * window opens nothing before it ends and ignores this.
    */
   readonly ahead: boolean;
+  /**
+   * Fixed window only: a window opens at the first grant after the previous one ended (as
+   * express-rate-limit and @fastify/rate-limit count) instead of on the epoch grid. Its index is
+   * then its start over its length (fractional), so every function of an index keeps working.
+   * Ignored for calendar months.
+   * @default false
+   */
+  readonly firstHit?: boolean;
 }
 
 export interface WindowGrant {

@@ -146,7 +146,14 @@ class WindowKey implements KeyState {
         decision: ctx.answer(0, cost, check, this.#decision(sentAt, false, this.#deniedUntil - sentAt)),
       };
     }
-    const request = { limit: rule.limit, windowMs: rule.windowMs, want: cost, min: cost, ahead: false };
+    const request = {
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      want: cost,
+      min: cost,
+      ahead: false,
+      firstHit: rule.firstHit,
+    };
     const result = await storeCall(this.ctx, this.#algorithm.acquire, this.storageKey, request);
     this.#learn(result, sentAt);
     const now = ctx.now();
@@ -198,6 +205,7 @@ class WindowKey implements KeyState {
       want,
       min: Math.min(min, want),
       ahead: want > min && this.#windowEndsAt - sentAt > rule.horizonMs,
+      firstHit: rule.firstHit,
     };
     const call = storeCall(ctx, this.#algorithm.acquire, this.storageKey, request)
       .then((result) => {

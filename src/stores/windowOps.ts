@@ -19,14 +19,22 @@ function parseGrant(script: string) {
   };
 }
 
-// The fixed window's script binds the `ahead` slot too (as unused) so both share one layout.
+// Both scripts share one layout; the fixed window (which never leases ahead) uses the fifth slot
+// for its anchor.
 const acquireArgs = (r: WindowAcquireRequest) => [r.limit, r.windowMs, r.want, r.min, r.ahead ? 1 : 0];
+const fixedAcquireArgs = (r: WindowAcquireRequest) => [
+  r.limit,
+  r.windowMs,
+  r.want,
+  r.min,
+  r.firstHit ? 1 : 0,
+];
 const releaseArgs = (r: WindowReleaseRequest) => [r.window, r.tokens];
 
 export const fixedWindowAcquire: Operation<fixed.FixedWindowState, WindowAcquireRequest, WindowGrant> = {
   script: 'fixed_window_acquire',
   apply: fixed.acquire,
-  args: acquireArgs,
+  args: fixedAcquireArgs,
   parse: parseGrant('fixed_window_acquire'),
 };
 

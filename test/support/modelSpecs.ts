@@ -119,13 +119,19 @@ function windowSpec(
   release: typeof fixedWindowRelease,
   windows: number[],
   start: number,
+  /** Fixed window anchors to draw from (`firstHit` is ignored by the others). */
+  firstHit: boolean[] = [false],
 ): ModelSpec {
   return {
     name,
     start,
     runs: 100,
     steps: fc
-      .record({ limit: fc.constantFrom(1, 2.5, 5, 100, 1e6), windowMs: fc.constantFrom(...windows) })
+      .record({
+        limit: fc.constantFrom(1, 2.5, 5, 100, 1e6),
+        windowMs: fc.constantFrom(...windows),
+        firstHit: fc.constantFrom(...firstHit),
+      })
       .chain((s) =>
         fc.array(
           fc.oneof(
@@ -326,6 +332,16 @@ const concurrency: ModelSpec = {
 export const MODEL_SPECS: readonly ModelSpec[] = [
   tokenBucket,
   windowSpec('fixed window', fixedWindowAcquire, fixedWindowRelease, [1, 1000, 60_000], 1_700_000_000_000),
+  // Windows opening at the first grant: fractional indexes, and starts off the epoch grid (the
+  // odd clock start and the 7 ms windows keep them off it).
+  windowSpec(
+    'fixed window, first-hit anchor',
+    fixedWindowAcquire,
+    fixedWindowRelease,
+    [1, 7, 1000, 60_000],
+    1_700_000_000_333,
+    [true],
+  ),
   // Starts the day before a leap day, an hour before midnight: runs cross month (and year) edges.
   windowSpec(
     'fixed window, calendar months',

@@ -101,3 +101,34 @@ describe('fixed window counter', () => {
     expect(acquire(state, 60_100, req(1)).result.granted).toBe(0);
   });
 });
+
+describe('fixed window anchored at the first hit', () => {
+  const first = (want: number, windowMs = MIN) => ({ ...req(want, want, 5, windowMs), firstHit: true });
+  const t0 = 1_700_000_012_345;
+
+  it('opens a full window at the first grant, off the epoch grid', () => {
+    const t = acquire(undefined, t0, first(1));
+    expect(t.result.msLeft, 'a whole window from the first hit').toBe(MIN);
+    expect(t.ttlMs).toBe(MIN);
+    expect(windowStart(t.result.window, MIN)).toBe(t0);
+  });
+
+  it('counts in that window until it ends, then opens the next at the next hit', () => {
+    let state = acquire(undefined, t0, first(5)).state;
+    const refused = acquire(state, t0 + MIN - 1, first(1));
+    expect(refused.result.granted).toBe(0);
+    expect(refused.result.retryMs, 'retry when the window that opened at the first hit ends').toBe(1);
+    const later = acquire(state, t0 + MIN + 500, first(1));
+    expect(later.result.granted).toBe(1);
+    expect(later.result.msLeft, 'the new window opens at this hit, not at the old end').toBe(MIN);
+    state = later.state;
+    expect(
+      release(state, t0 + MIN + 600, { windowMs: MIN, window: later.result.window, tokens: 1 }).state,
+    ).toEqual({ window: later.result.window, count: 0 });
+  });
+
+  it('a clock that went back stays in the stored window', () => {
+    const { state } = acquire(undefined, t0, first(5));
+    expect(acquire(state, t0 - 10, first(1)).result.granted).toBe(0);
+  });
+});
