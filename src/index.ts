@@ -51,5 +51,6 @@ export type {
   WindowLeaseOptions,
 } from './policy.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memoryStore.js';
+export type { RedisClient } from './stores/redisClient.js';
 export { RedisStore, type RedisStoreOptions } from './stores/redisStore.js';
 export type { Operation, Store } from './stores/store.js';

@@ -8,12 +8,16 @@ import {
   TokenleaseError,
 } from '../errors.js';
 import { luaScript } from '../scripts.js';
+import { isRedisClient, type RedisClient } from './redisClient.js';
 import { keySlot } from './slot.js';
 import type { Operation, Store } from './store.js';
 
-export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster`. See `safeClient` for the settings the store runs with. */
-  client: Redis | Cluster;
+export interface RedisStoreOptions<C extends RedisClient = RedisClient> {
+  /**
+   * An ioredis `Redis` or `Cluster`, ioredis 5 or 6. See `safeClient` for the settings the store
+   * runs with.
+   */
+  client: C;
   /**
    * Milliseconds a store call may take before it counts as failed. The limiter sits on every
    * request, so keep this in single-digit milliseconds for a local Redis.
@@ -121,7 +125,7 @@ function evicts(policy: string): boolean {
  * EVALSHA; when Redis answers NOSCRIPT (restart, failover, SCRIPT FLUSH) the script is sent once
  * with EVAL, which also caches it again. A call never waits in a queue while Redis is down.
  */
-export class RedisStore implements Store {
+export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   readonly #client: Client;
   readonly #owned: boolean;
   readonly #timeoutMs: number;
@@ -129,8 +133,8 @@ export class RedisStore implements Store {
   readonly prefix: string;
   #closed = false;
 
-  constructor(options: RedisStoreOptions) {
-    if (!options || typeof options !== 'object' || !options.client) {
+  constructor(options: RedisStoreOptions<C>) {
+    if (!options || typeof options !== 'object' || !isRedisClient(options.client)) {
       throw new ConfigError('client', 'expected an ioredis Redis or Cluster instance');
     }
     const timeoutMs = options.timeoutMs ?? 50;
@@ -150,7 +154,8 @@ export class RedisStore implements Store {
     if (options.onWarning !== undefined && typeof options.onWarning !== 'function') {
       throw new ConfigError('onWarning', 'expected a function taking a message');
     }
-    const { client, owned } = safeClient(options.client, timeoutMs);
+    // Typed as ioredis 5 inside: the members used here are the same in every accepted client.
+    const { client, owned } = safeClient(options.client as unknown as Client, timeoutMs);
     this.#client = client;
     this.#owned = owned;
     this.#timeoutMs = timeoutMs;
@@ -162,8 +167,8 @@ export class RedisStore implements Store {
   }
 
   /** The connection the store runs on: a safe duplicate of the client passed in, unless that one was safe. */
-  get client(): Redis | Cluster {
-    return this.#client;
+  get client(): C {
+    return this.#client as unknown as C;
   }
 
   /**
