@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterUnion } from 'rate-limiter-flexible';
-import { connect, disconnect } from './redis.js';
+import { connect, disconnect, writesOf } from './redis.js';
 import { Limiter, MemoryStore, type PolicyConfig, RedisStore } from './tokenlease.js';
 
 /**
@@ -10,11 +10,13 @@ import { Limiter, MemoryStore, type PolicyConfig, RedisStore } from './tokenleas
  * - `miss`: tokenlease goes to the store for every decision (`lease: 'exact'`, lease = cost);
  *   contestants without leases do exactly what they do on a hit.
  * - `denied`: every key is already over its limit (the warm-up spent it).
+ * - `per-key-100`: 100 requests/s with a burst of 100 per key (issue 11's fleet case): the hot keys
+ *   of a Zipf stream go over, the tail stays far below.
  * - `multi`: two rules per request (a per-second rule and a daily quota), all must pass.
  *   tokenlease and rate-limiter-flexible count the quota in a fixed window; the per-request script and
  *   the Map floor only have token buckets, so theirs is a bucket refilling once a day.
  */
-export type Scenario = 'hit' | 'miss' | 'denied' | 'multi';
+export type Scenario = 'hit' | 'miss' | 'denied' | 'multi' | 'per-key-100';
 
 interface Limit {
   /** Tokens (points) per period. */
@@ -23,22 +25,37 @@ interface Limit {
   readonly burst: number;
 }
 
-/** Never refuses at any rate a benchmark reaches. */
-const OPEN: Limit = { rate: 1e9, periodS: 1, burst: 1e9 };
+/** Never refuses at any rate a benchmark reaches (issue 11: rate 1e9/s, burst 1e12). */
+const OPEN: Limit = { rate: 1e9, periodS: 1, burst: 1e12 };
+/** Issue 11's fleet limit: 100/s, burst 100 per key. */
+const PER_KEY_100: Limit = { rate: 100, periodS: 1, burst: 100 };
 /** One request per day: the warm-up spends it, everything measured is refused. */
 const CLOSED: Limit = { rate: 1, periodS: 86_400, burst: 1 };
 /** The second rule of `multi`: a daily quota, never reached either. */
 const DAILY: Limit = { rate: 1e10, periodS: 86_400, burst: 1e10 };
 
 function mainLimit(scenario: Scenario): Limit {
-  return scenario === 'denied' ? CLOSED : OPEN;
+  if (scenario === 'denied') return CLOSED;
+  return scenario === 'per-key-100' ? PER_KEY_100 : OPEN;
 }
 
+/** What a decider answers: tokenlease's `Decision` is one, so its promise is handed on untouched. */
+export interface Verdict {
+  readonly allowed: boolean;
+}
+export const ALLOW: Verdict = { allowed: true };
+export const DENY: Verdict = { allowed: false };
+
 export interface Decider {
-  /** True when the request may pass. */
-  decide(key: string): boolean | Promise<boolean>;
+  /**
+   * Decides for `key`. tokenlease's decider is `limiter.consume` itself (no wrapper adding a
+   * promise), the Map floor answers synchronously and the driver awaits it like everyone else.
+   */
+  decide(key: string): Verdict | Promise<Verdict>;
   /** tokenlease's own counters, for store calls per decision and local answers. */
   counters?(): Counters;
+  /** Requests written to Redis by this decider's connections (a pipeline counts once). */
+  roundTrips?(): number;
   close(): Promise<void>;
 }
 
@@ -109,10 +126,10 @@ function mapDecider(scenario: Scenario): Decider {
         const now = Date.now();
         const a = main.level(key, now);
         const b = daily.level(key, now);
-        if (a.tokens < 1 || b.tokens < 1) return false;
+        if (a.tokens < 1 || b.tokens < 1) return DENY;
         a.tokens -= 1;
         b.tokens -= 1;
-        return true;
+        return ALLOW;
       },
       close: async () => {},
     };
@@ -120,9 +137,9 @@ function mapDecider(scenario: Scenario): Decider {
   return {
     decide(key) {
       const b = main.level(key, Date.now());
-      if (b.tokens < 1) return false;
+      if (b.tokens < 1) return DENY;
       b.tokens -= 1;
-      return true;
+      return ALLOW;
     },
     close: async () => {},
   };
@@ -138,20 +155,25 @@ function policy(limit: Limit, exact = false): PolicyConfig {
   };
 }
 
-function tokenleaseDecider(limiter: Limiter, scenario: Scenario, close: () => Promise<void>): Decider {
+function tokenleaseDecider(
+  limiter: Limiter,
+  scenario: Scenario,
+  close: () => Promise<void>,
+  client?: Redis,
+): Decider {
+  // `consume`'s own promise goes to the driver: no async wrapper adding a promise per decision.
   const decide =
     scenario === 'multi'
-      ? async (key: string) =>
-          (
-            await limiter.consume([
-              { policy: 'main', key },
-              { policy: 'daily', key },
-            ])
-          ).allowed
-      : async (key: string) => (await limiter.consume('main', key)).allowed;
+      ? (key: string) =>
+          limiter.consume([
+            { policy: 'main', key },
+            { policy: 'daily', key },
+          ])
+      : (key: string) => limiter.consume('main', key);
   return {
     decide,
     counters: () => limiter.stats(),
+    ...(client ? { roundTrips: () => writesOf(client) } : {}),
     close,
   };
 }
@@ -166,12 +188,12 @@ function tokenleasePolicies(scenario: Scenario): Record<string, PolicyConfig> {
 }
 
 /** rate-limiter-flexible rejects its promise with a RateLimiterRes when limited, with an Error when broken. */
-function rlfOutcome(promise: Promise<unknown>): Promise<boolean> {
+function rlfOutcome(promise: Promise<unknown>): Promise<Verdict> {
   return promise.then(
-    () => true,
+    () => ALLOW,
     (reason: unknown) => {
       if (reason instanceof Error) throw reason;
-      return false;
+      return DENY;
     },
   );
 }
@@ -180,8 +202,12 @@ interface RlfLimiter {
   consume(key: string): Promise<unknown>;
 }
 
-function rlfDecider(limiter: RlfLimiter, close: () => Promise<void>): Decider {
-  return { decide: (key) => rlfOutcome(limiter.consume(key)), close };
+function rlfDecider(limiter: RlfLimiter, close: () => Promise<void>, client?: Redis): Decider {
+  return {
+    decide: (key) => rlfOutcome(limiter.consume(key)),
+    ...(client ? { roundTrips: () => writesOf(client) } : {}),
+    close,
+  };
 }
 
 const SEED_SCRIPT = readFileSync(new URL('./seed_token_bucket.lua', import.meta.url), 'utf8');
@@ -190,6 +216,7 @@ async function seedLuaDecider(client: Redis, prefix: string, scenario: Scenario)
   const sha = (await client.script('LOAD', SEED_SCRIPT)) as string;
   const call = (limit: Limit, key: string) =>
     client.evalsha(sha, 1, key, limit.rate / limit.periodS, limit.burst, 1).then((r) => r === 1);
+  const verdict = (ok: boolean) => (ok ? ALLOW : DENY);
   const main = mainLimit(scenario);
   const decide =
     scenario === 'multi'
@@ -199,10 +226,10 @@ async function seedLuaDecider(client: Redis, prefix: string, scenario: Scenario)
             call(main, `${prefix}s:${key}`),
             call(DAILY, `${prefix}d:${key}`),
           ]);
-          return a && b;
+          return verdict(a && b);
         }
-      : (key: string) => call(main, `${prefix}s:${key}`);
-  return { decide, close: () => disconnect(client) };
+      : (key: string) => call(main, `${prefix}s:${key}`).then(verdict);
+  return { decide, roundTrips: () => writesOf(client), close: () => disconnect(client) };
 }
 
 /**
@@ -261,11 +288,16 @@ export const TOKENLEASE_REDIS: Contestant = {
     const client = await connect(env.redisUrl);
     const store = new RedisStore({ client, prefix: env.prefix, timeoutMs: STORE_TIMEOUT_MS });
     const limiter = new Limiter({ store, policies: tokenleasePolicies(scenario) });
-    return tokenleaseDecider(limiter, scenario, async () => {
-      await limiter.close();
-      await store.close();
-      await disconnect(client);
-    });
+    return tokenleaseDecider(
+      limiter,
+      scenario,
+      async () => {
+        await limiter.close();
+        await store.close();
+        await disconnect(client);
+      },
+      client,
+    );
   },
 };
 
@@ -287,7 +319,7 @@ export const RLF_REDIS: Contestant = {
       });
     const main = make(mainLimit(scenario), 'main');
     const limiter = scenario === 'multi' ? new RateLimiterUnion(main, make(DAILY, 'daily')) : main;
-    return rlfDecider(limiter, () => disconnect(client));
+    return rlfDecider(limiter, () => disconnect(client), client);
   },
 };
 
@@ -306,7 +338,7 @@ export const NONE: Contestant = {
   label: 'no limiter',
   redis: false,
   sync: true,
-  create: async () => ({ decide: () => true, close: async () => {} }),
+  create: async () => ({ decide: () => ALLOW, close: async () => {} }),
 };
 
 export const ALL: readonly Contestant[] = [

@@ -6,6 +6,8 @@ export interface BenchContext {
   readonly redis: BenchRedis;
   /** Unique per run: every Redis key the benches write starts with it (the server may be shared). */
   readonly runId: string;
+  /** Node runs on NODE_CPU and (when the bench owns it) redis-server on REDIS_CPU. */
+  readonly pinned: boolean;
   /** Progress, to stderr: stdout carries only the table. */
   log(message: string): void;
 }

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Decider } from './contestants.js';
+import type { Decider, Verdict } from './contestants.js';
 import { STREAM_LENGTH } from './zipf.js';
 
 export interface DriveOptions {
@@ -61,10 +61,10 @@ export async function drive(decider: Decider, opts: DriveOptions): Promise<Drive
   };
 
   if (opts.sync) {
-    const decide = decider.decide as (key: string) => boolean;
+    const decide = decider.decide as (key: string) => Verdict;
     for (let now = start; now < end; now = performance.now()) {
       await turn(now);
-      for (let i = 0; i < BATCH; i++) if (decide(stream[next++ & MASK] as string)) allowed++;
+      for (let i = 0; i < BATCH; i++) if (decide(stream[next++ & MASK] as string).allowed) allowed++;
       decisions += BATCH;
     }
   } else {
@@ -74,7 +74,7 @@ export async function drive(decider: Decider, opts: DriveOptions): Promise<Drive
         await turn(now);
         for (let i = 0; i < batch; i++) {
           try {
-            if (await decider.decide(stream[next++ & MASK] as string)) allowed++;
+            if ((await decider.decide(stream[next++ & MASK] as string)).allowed) allowed++;
           } catch {
             errors++;
           }

@@ -30,11 +30,11 @@ function answer(res: ServerResponse, allowed: boolean): void {
 
 const server = createServer((_req, res) => {
   const decision = decider.decide(stream[next++ & mask] as string);
-  // The baseline answers synchronously: no limiter, not even an await.
-  if (typeof decision === 'boolean') answer(res, decision);
+  // The baseline and the Map bucket answer synchronously: not even an await.
+  if (!(decision instanceof Promise)) answer(res, decision.allowed);
   else
     decision.then(
-      (allowed) => answer(res, allowed),
+      (verdict) => answer(res, verdict.allowed),
       () => {
         errors++;
         res.writeHead(503);

@@ -5,13 +5,16 @@
  * `prometheusObserver`, one without), alternating which goes first; the report is the median of the
  * rounds and their ratio. A benchmark, not a test: nothing here asserts a timing.
  *
+ * Measures the built package (dist/): `npm run bench -- --case metrics`, or after `npm run build`
  *   npx tsx bench/metrics-overhead.ts [--rounds 15] [--decisions 100000] [--keys 100]
  */
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Registry } from 'prom-client';
-import { Limiter } from '../src/index.js';
-import { prometheusObserver } from '../src/observe/prometheus.js';
+import type * as Prometheus from '../src/observe/prometheus.js';
+import { entryPoint, Limiter } from './tokenlease.js';
+
+const { prometheusObserver } = await entryPoint<typeof Prometheus>('prometheus');
 
 export interface MetricsOverheadOptions {
   /** @default 15 */

@@ -15,11 +15,6 @@ export interface Profile {
   readonly zipfKeys: number;
   /** Requests in flight for contestants that talk to Redis. */
   readonly redisConcurrency: number;
-  readonly cost: {
-    readonly contestants: readonly string[];
-    readonly ms: number;
-    readonly warmMs: number;
-  };
   readonly http: {
     readonly contestants: readonly string[];
     readonly rounds: number;
@@ -29,6 +24,37 @@ export interface Profile {
     readonly connections: number;
     /** Distinct keys the server decides on: 1 (one hot client) or a Zipf population. */
     readonly keys: readonly number[];
+  };
+  /** Issue 11's one-instance tail and hot key (bench/tail-redis.ts). */
+  readonly tail: {
+    readonly concurrency: readonly number[];
+    readonly hotConcurrency: number;
+    readonly contestants: readonly string[];
+    readonly rounds: number;
+    readonly roundMs: number;
+    readonly warmMs: number;
+    /** Redis's idle CPU is calibrated over this long first. */
+    readonly idleMs: number;
+  };
+  /** Issue 11's fleet: instances sharing one redis-server (bench/tail-redis.ts). */
+  readonly fleet: {
+    readonly instances: number;
+    readonly concurrency: number;
+    readonly contestants: readonly string[];
+    readonly rounds: number;
+    readonly roundMs: number;
+    readonly warmMs: number;
+    readonly idleMs: number;
+  };
+  /** Issue 16's one-in-flight latency (bench/latency-redis.ts). */
+  readonly latency: { readonly contestants: readonly string[]; readonly ms: number; readonly warmMs: number };
+  /** Issue 16's adapter CPU per request (bench/adapter.ts). */
+  readonly adapter: {
+    readonly frameworks: readonly string[];
+    readonly rounds: number;
+    readonly ms: number;
+    readonly warmMs: number;
+    readonly connections: number;
   };
   /** bench/metrics-overhead.ts: rounds and decisions per side per round. */
   readonly metrics: { readonly rounds: number; readonly decisions: number };
@@ -49,8 +75,10 @@ const EVERY_MICRO = [
   'rlf-redis',
   'lua',
 ];
+const IN_MEMORY = ['map-sync', 'map', 'tokenlease-memory', 'rlf-memory'];
 const REDIS_BACKED = ['tokenlease-redis', 'rlf-redis', 'lua'];
-const HTTP = ['none', 'tokenlease-redis', 'rlf-redis', 'lua'];
+const WITH_FLOOR = ['map', ...REDIS_BACKED];
+const HTTP = ['none', 'map', 'tokenlease-redis', 'rlf-redis', 'lua'];
 const SCENARIOS: readonly Scenario[] = ['hit', 'miss', 'denied', 'multi'];
 
 export const PROFILES: Record<Profile['name'], Profile> = {
@@ -60,20 +88,64 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     micro: { scenarios: SCENARIOS, contestants: EVERY_MICRO, roundMs: 250, warmMs: 250 },
     zipfKeys: 10_000,
     redisConcurrency: 64,
-    cost: { contestants: REDIS_BACKED, ms: 3000, warmMs: 1000 },
-    http: { contestants: HTTP, rounds: 5, ms: 1000, warmMs: 800, connections: 32, keys: [1, 10_000] },
+    tail: {
+      concurrency: [1, 16, 256],
+      hotConcurrency: 16,
+      contestants: WITH_FLOOR,
+      rounds: 5,
+      roundMs: 1000,
+      warmMs: 1000,
+      idleMs: 1000,
+    },
+    fleet: {
+      instances: 8,
+      concurrency: 64,
+      contestants: WITH_FLOOR,
+      rounds: 5,
+      roundMs: 1000,
+      warmMs: 1000,
+      idleMs: 1000,
+    },
+    latency: { contestants: REDIS_BACKED, ms: 5000, warmMs: 1000 },
+    adapter: {
+      frameworks: ['node', 'express', 'fastify'],
+      rounds: 7,
+      ms: 1000,
+      warmMs: 1000,
+      connections: 50,
+    },
+    http: { contestants: HTTP, rounds: 5, ms: 1000, warmMs: 800, connections: 50, keys: [10_000] },
     metrics: { rounds: 11, decisions: 100_000 },
     memory: { keys: [10_000, 100_000, 1_000_000], redisKeys: 10_000 },
   },
   quick: {
     name: 'quick',
-    rounds: 3,
-    micro: { scenarios: SCENARIOS, contestants: EVERY_MICRO, roundMs: 60, warmMs: 40 },
+    rounds: 5,
+    micro: { scenarios: ['hit', 'multi'], contestants: IN_MEMORY, roundMs: 150, warmMs: 100 },
     zipfKeys: 10_000,
     redisConcurrency: 64,
-    cost: { contestants: REDIS_BACKED, ms: 500, warmMs: 200 },
-    http: { contestants: HTTP, rounds: 1, ms: 500, warmMs: 200, connections: 32, keys: [1, 10_000] },
-    metrics: { rounds: 5, decisions: 20_000 },
+    tail: {
+      concurrency: [1, 16, 256],
+      hotConcurrency: 16,
+      contestants: WITH_FLOOR,
+      rounds: 3,
+      roundMs: 300,
+      warmMs: 300,
+      idleMs: 300,
+    },
+    fleet: {
+      instances: 8,
+      concurrency: 64,
+      contestants: WITH_FLOOR,
+      rounds: 3,
+      roundMs: 500,
+      warmMs: 500,
+      idleMs: 300,
+    },
+    latency: { contestants: REDIS_BACKED, ms: 2000, warmMs: 500 },
+    adapter: { frameworks: ['node', 'express', 'fastify'], rounds: 3, ms: 500, warmMs: 500, connections: 50 },
+    http: { contestants: HTTP, rounds: 3, ms: 500, warmMs: 300, connections: 50, keys: [10_000] },
+    metrics: { rounds: 9, decisions: 50_000 },
     memory: { keys: [10_000], redisKeys: 1_000 },
   },
   smoke: {
@@ -87,9 +159,28 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     },
     zipfKeys: 100,
     redisConcurrency: 8,
-    cost: { contestants: ['tokenlease-redis'], ms: 100, warmMs: 50 },
+    tail: {
+      concurrency: [16],
+      hotConcurrency: 4,
+      contestants: ['map', 'tokenlease-redis'],
+      rounds: 1,
+      roundMs: 50,
+      warmMs: 20,
+      idleMs: 20,
+    },
+    fleet: {
+      instances: 2,
+      concurrency: 8,
+      contestants: ['tokenlease-redis'],
+      rounds: 1,
+      roundMs: 50,
+      warmMs: 20,
+      idleMs: 20,
+    },
+    latency: { contestants: ['tokenlease-redis'], ms: 50, warmMs: 20 },
+    adapter: { frameworks: ['node'], rounds: 1, ms: 200, warmMs: 50, connections: 4 },
     http: {
-      contestants: ['none', 'tokenlease-redis'],
+      contestants: ['none', 'map', 'tokenlease-redis'],
       rounds: 1,
       ms: 200,
       warmMs: 50,

@@ -1,9 +1,10 @@
 /**
  * `npm run bench` — the whole suite, one table on stdout, progress on stderr.
- *   --quick        a short run (< 1 min)
+ *   --quick        short runs (each case < 1 min)
  *   --smoke        a minimal run for the test suite: tiny durations, few contestants
- *   --only=a,b     sections to run: micro, cost, http, memory, metrics
+ *   --case=a,b     cases to run (alias --only): see SECTIONS below
  *   --write        also write bench/RESULTS.md
+ *   --no-pin       do not pin Node and redis-server to separate CPUs with taskset
  *   --redis-url=U  use this Redis instead of starting a private redis-server (keys are namespaced)
  */
 import { execFileSync } from 'node:child_process';
@@ -11,22 +12,28 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { runAdapter } from './adapter.js';
 import type { BenchContext } from './context.js';
 import { runHttp } from './http.js';
+import { runLatencyRedis } from './latency-redis.js';
 import { runMemory } from './memory.js';
 import { runMetrics } from './metrics.js';
 import { runMicro } from './micro.js';
+import { canPin, NODE_CPU, pin, REDIS_CPU } from './pin.js';
 import { PROFILES } from './profile.js';
 import { openRedis } from './redis.js';
-import { runRedisCost } from './redis-cost.js';
 import { type BenchOutput, type Row, resultsTable, type TargetCheck, targetsTable } from './report.js';
+import { runFleetRedis, runTailRedis } from './tail-redis.js';
 
 const SECTIONS: Record<string, (ctx: BenchContext) => Promise<BenchOutput>> = {
   micro: runMicro,
-  cost: runRedisCost,
-  http: runHttp,
-  memory: runMemory,
   metrics: runMetrics,
+  'latency-redis': runLatencyRedis,
+  'tail-redis': runTailRedis,
+  'fleet-redis': runFleetRedis,
+  http: runHttp,
+  adapter: runAdapter,
+  memory: runMemory,
 };
 
 const { values } = parseArgs({
@@ -35,11 +42,13 @@ const { values } = parseArgs({
     smoke: { type: 'boolean', default: false },
     write: { type: 'boolean', default: false },
     only: { type: 'string' },
+    case: { type: 'string' },
+    'no-pin': { type: 'boolean', default: false },
     'redis-url': { type: 'string' },
   },
 });
 const profile = PROFILES[values.smoke ? 'smoke' : values.quick ? 'quick' : 'full'];
-const only = values.only?.split(',') ?? Object.keys(SECTIONS);
+const only = (values.case ?? values.only)?.split(',') ?? Object.keys(SECTIONS);
 for (const name of only) {
   if (!(name in SECTIONS))
     throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
@@ -61,9 +70,13 @@ function gitCommit(): string {
 const started = new Date();
 const loadAtStart = loadavg()[0] ?? 0;
 const redis = await openRedis(values['redis-url']);
+// Node on one CPU, redis-server on the other (a shared server given by URL is left alone).
+const pinned = !values['no-pin'] && canPin() && pin(process.pid, NODE_CPU);
+if (pinned && redis.pid !== undefined) pin(redis.pid, REDIS_CPU);
 const ctx: BenchContext = {
   profile,
   redis,
+  pinned,
   runId: `bench:${randomUUID().slice(0, 8)}`,
   log: (m) => process.stderr.write(`[bench] ${m}\n`),
 };
@@ -90,6 +103,9 @@ const environment = [
   `date ${started.toISOString()}`,
   `commit ${gitCommit()}`,
   `profile ${profile.name} (${seconds.toFixed(0)} s)`,
+  pinned
+    ? `pinned: node CPU ${NODE_CPU}, redis-server CPU ${redis.pid === undefined ? '(shared, not pinned)' : REDIS_CPU}`
+    : 'not pinned',
   `node ${process.version}`,
   `redis ${redis.version}`,
   `tokenlease ${own.version}`,

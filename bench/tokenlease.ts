@@ -32,6 +32,11 @@ if (newestMtime(join(ROOT, 'dist')) < newestMtime(join(ROOT, 'src'))) {
 const packageName: string = 'tokenlease';
 const built = (await import(packageName)) as typeof Tokenlease;
 
+/** One of the package's entry points (`'prometheus'`, `'http'`, `'express'`, `'fastify'`), built. */
+export function entryPoint<T>(subpath: string): Promise<T> {
+  return import(`${packageName}/${subpath}`) as Promise<T>;
+}
+
 export const { Limiter, MemoryStore, RedisStore } = built;
 export type Limiter = Tokenlease.Limiter;
 export type { Operation, PolicyConfig, Store } from '../src/index.js';

@@ -14,6 +14,8 @@ export function prng(seed: number): () => number {
   };
 }
 
+export const SINGLE_KEY = '1 key';
+
 /** A stream length that is a power of two, so the drivers wrap around with a mask. */
 export const STREAM_LENGTH = 1 << 16;
 
@@ -59,7 +61,7 @@ export interface KeySet {
 export function keySets(zipfSize: number): KeySet[] {
   const zipf = zipfKeys(zipfSize);
   return [
-    { name: '1 key', stream: singleKey(), distinct: ['client-1'] },
+    { name: SINGLE_KEY, stream: singleKey(), distinct: ['client-1'] },
     { name: `${zipfSize / 1000}k Zipf keys`, stream: zipf, distinct: [...new Set(zipf)] },
   ];
 }

@@ -11,7 +11,7 @@ describe('npm run bench -- --smoke', () => {
   it('runs every section against the shared Redis and prints one table and the targets', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'bench/run.ts', '--smoke', `--redis-url=${inject('redisUrl')}`],
+      ['--import', 'tsx', 'bench/run.ts', '--smoke', '--no-pin', `--redis-url=${inject('redisUrl')}`],
       { cwd: ROOT, timeout: 60_000, maxBuffer: 1 << 22 },
     );
     const lines = stdout.split('\n');
@@ -20,7 +20,16 @@ describe('npm run bench -- --smoke', () => {
     const rows = lines.slice(header + 2).filter((l) => l.startsWith('|'));
     const benches = new Set(rows.map((r) => r.split('|')[1]?.trim()));
     expect([...benches], 'every section reports rows').toEqual(
-      expect.arrayContaining(['micro', 'redis cost', 'http', 'memory', 'metrics']),
+      expect.arrayContaining([
+        'micro',
+        'metrics',
+        'latency-redis',
+        'tail-redis',
+        'fleet-redis',
+        'http',
+        'adapter',
+        'memory',
+      ]),
     );
     for (const contestant of ['Map bucket (floor)', 'tokenlease MemoryStore', 'tokenlease RedisStore']) {
       expect(stdout, `a row for ${contestant}`).toContain(`| ${contestant}`);

@@ -1,0 +1,108 @@
+/**
+ * Issue 16's adapter cost: server CPU per request and throughput of tokenlease's `rateLimit`
+ * adapter (one rule, one hot client, MemoryStore) for node:http, Express and Fastify, each next to
+ * the same framework with no limiter, calling a bare Map bucket, and awaiting `limiter.consume`
+ * directly, all in the same rounds (bench/adapter-server.ts).
+ */
+import type { BenchContext } from './context.js';
+import { load, type Server, serverCpu, startServer, stopServer, withLoadGeneratorPinned } from './http.js';
+import { type BenchOutput, percentSpread, type Row, si, type TargetCheck } from './report.js';
+import { median, summarize } from './stats.js';
+
+const VARIANTS = [
+  { id: 'none', label: 'no limiter' },
+  { id: 'map', label: 'bare Map bucket' },
+  { id: 'consume', label: 'limiter.consume directly' },
+  { id: 'adapter', label: 'tokenlease rateLimit adapter' },
+] as const;
+const TARGET = { addedUs: 5, points: 3 };
+
+interface Series {
+  readonly rps: number[];
+  readonly cpuUs: number[];
+  failed: number;
+  refused: number;
+}
+
+async function runFramework(ctx: BenchContext, framework: string): Promise<BenchOutput> {
+  const { adapter } = ctx.profile;
+  const servers: Server[] = [];
+  const series = new Map<string, Series>();
+  try {
+    const started = await Promise.allSettled(
+      VARIANTS.map((v) => startServer(ctx, './adapter-server.ts', v.id, [framework, v.id])),
+    );
+    for (const r of started) if (r.status === 'fulfilled') servers.push(r.value);
+    for (const r of started) if (r.status === 'rejected') throw r.reason;
+    for (const s of servers) {
+      series.set(s.id, { rps: [], cpuUs: [], failed: 0, refused: 0 });
+      await load(s.url, adapter.connections, adapter.warmMs);
+    }
+    for (let round = 0; round < adapter.rounds; round++) {
+      for (let i = 0; i < servers.length; i++) {
+        const s = servers[(i + round) % servers.length] as Server;
+        const data = series.get(s.id) as Series;
+        const cpuBefore = await serverCpu(s);
+        const sat = await load(s.url, adapter.connections, adapter.ms);
+        data.cpuUs.push(((await serverCpu(s)) - cpuBefore) / sat.requests);
+        data.rps.push(sat.rps);
+        data.failed += sat.failed;
+        data.refused += sat.refused;
+      }
+    }
+  } finally {
+    await Promise.all(servers.map(stopServer));
+  }
+
+  const get = (id: string) => series.get(id) as Series;
+  const none = get('none');
+  const noneCpu = median(none.cpuUs);
+  const rows: Row[] = [];
+  for (const v of VARIANTS) {
+    const data = get(v.id);
+    const cpu = summarize(data.cpuUs);
+    const thr = summarize(data.rps);
+    // Throughput points lost against no limiter, paired per round (same moment of the machine).
+    const lost = median(data.rps.map((r, i) => 100 * (1 - r / (none.rps[i] as number))));
+    rows.push({
+      bench: 'adapter',
+      case: `${framework}, 1 rule, 1 hot client, ${adapter.connections} connections: server CPU per request`,
+      contestant: v.label,
+      value: `${cpu.median.toFixed(2)} µs`,
+      spread: percentSpread(cpu),
+      vs:
+        v.id === 'none'
+          ? 'baseline'
+          : `${cpu.median - noneCpu >= 0 ? '+' : '−'}${Math.abs(cpu.median - noneCpu).toFixed(2)} µs`,
+      note: `${si(thr.median)} req/s${thr.rounds > 1 ? ` ${percentSpread(thr)}` : ''}${v.id === 'none' ? '' : `, ${lost >= 0 ? '−' : '+'}${Math.abs(lost).toFixed(1)} points vs no limiter`}${data.refused + data.failed > 0 ? `; ${data.refused} refused, ${data.failed} failed` : ''}`,
+    });
+  }
+  const ours = get('adapter');
+  const added = median(ours.cpuUs) - noneCpu;
+  const points = (r: Series) => median(r.rps.map((x, i) => 100 * (1 - x / (none.rps[i] as number))));
+  const behindMap = points(ours) - points(get('map'));
+  return {
+    rows,
+    targets: [
+      {
+        target: `${framework} adapter, 1 rule, hot client: server CPU ≤ +${TARGET.addedUs} µs/request over no limiter, throughput within ${TARGET.points} points of a bare Map bucket`,
+        measured: `+${added.toFixed(2)} µs; ${behindMap.toFixed(1)} points behind the Map`,
+        met: added <= TARGET.addedUs && behindMap <= TARGET.points,
+      },
+    ],
+  };
+}
+
+export async function runAdapter(ctx: BenchContext): Promise<BenchOutput> {
+  const rows: Row[] = [];
+  const targets: TargetCheck[] = [];
+  await withLoadGeneratorPinned(ctx, async () => {
+    for (const framework of ctx.profile.adapter.frameworks) {
+      ctx.log(`adapter: ${framework}`);
+      const out = await runFramework(ctx, framework);
+      rows.push(...out.rows);
+      targets.push(...out.targets);
+    }
+  });
+  return { rows, targets };
+}
