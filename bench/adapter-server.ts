@@ -9,13 +9,13 @@
  * measured is the CPU each layer adds per request. Same IPC protocol as http-server.ts.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
 import type * as Express from '../src/http/express.js';
 import type * as Fastifies from '../src/http/fastify.js';
 import type * as Http from '../src/http/index.js';
-import { type ALLOW, contestant } from './contestants.js';
+import { contestant, type Verdict } from './contestants.js';
+import { serveOverIpc } from './server-ipc.js';
 import { entryPoint, Limiter, MemoryStore } from './tokenlease.js';
 
 type Framework = 'node' | 'express' | 'fastify';
@@ -38,7 +38,7 @@ async function nodeCheck(): Promise<
     case 'none':
       return () => true;
     case 'map':
-      return (req) => (map.decide(ip(req)) as typeof ALLOW).allowed;
+      return (req) => (map.decide(ip(req)) as Verdict).allowed;
     case 'consume':
       return async (req) => (await limiter.consume('per-client', ip(req))).allowed;
     case 'adapter':
@@ -71,7 +71,7 @@ async function expressServer(): Promise<ReturnType<typeof createServer>> {
   app.disable('etag');
   const ip = (req: express.Request) => req.socket.remoteAddress ?? '';
   if (variant === 'map') {
-    app.use((req, res, next) => ((map.decide(ip(req)) as typeof ALLOW).allowed ? next() : refuse(res)));
+    app.use((req, res, next) => ((map.decide(ip(req)) as Verdict).allowed ? next() : refuse(res)));
   } else if (variant === 'consume') {
     app.use(async (req, res, next) =>
       (await limiter.consume('per-client', ip(req))).allowed ? next() : refuse(res),
@@ -96,7 +96,7 @@ async function fastifyServer(): Promise<ReturnType<typeof createServer>> {
   const ip = (req: { socket: { remoteAddress?: string | undefined } }) => req.socket.remoteAddress ?? '';
   if (variant === 'map') {
     app.addHook('onRequest', (req, reply, done) => {
-      if ((map.decide(ip(req)) as typeof ALLOW).allowed) done();
+      if ((map.decide(ip(req)) as Verdict).allowed) done();
       else reply.code(429).send();
     });
   } else if (variant === 'consume') {
@@ -119,21 +119,8 @@ const servers: Record<Framework, () => Promise<ReturnType<typeof createServer>>>
 if (!(framework in servers)) throw new Error(`unknown framework ${framework}`);
 const server = await servers[framework]();
 
-process.on('message', async (message) => {
-  if (message === 'stats') process.send?.({ stats: { refused: 0, errors: 0 } });
-  if (message === 'cpu') {
-    const used = process.cpuUsage();
-    process.send?.({ cpuUs: used.user + used.system });
-  }
-  if (message === 'stop') {
-    server.closeAllConnections();
-    server.close();
-    await limiter.close();
-    process.send?.({ stats: { refused: 0, errors: 0 } });
-    process.disconnect();
-  }
-});
-
-server.listen(0, '127.0.0.1', () => {
-  process.send?.({ port: (server.address() as AddressInfo).port });
-});
+serveOverIpc(
+  server,
+  () => ({ refused: 0, errors: 0 }),
+  () => limiter.close(),
+);

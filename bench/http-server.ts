@@ -5,8 +5,8 @@
  * sends `{ port }` once listening; answers 'stats' and 'stop' with its counters, 'cpu' with its CPU time.
  */
 import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { contestant } from './contestants.js';
+import { serveOverIpc } from './server-ipc.js';
 import { STREAM_LENGTH, zipfKeys } from './zipf.js';
 
 const [id = '', redisUrl = '', prefix = '', keys = '10000'] = process.argv.slice(2);
@@ -45,21 +45,4 @@ const server = createServer((_req, res) => {
 
 const stats = () => ({ refused, errors, counters: decider.counters?.() });
 
-process.on('message', async (message) => {
-  if (message === 'stats') process.send?.({ stats: stats() });
-  if (message === 'cpu') {
-    const used = process.cpuUsage();
-    process.send?.({ cpuUs: used.user + used.system });
-  }
-  if (message === 'stop') {
-    server.closeAllConnections();
-    server.close();
-    await decider.close();
-    process.send?.({ stats: stats() });
-    process.disconnect();
-  }
-});
-
-server.listen(0, '127.0.0.1', () => {
-  process.send?.({ port: (server.address() as AddressInfo).port });
-});
+serveOverIpc(server, stats, () => decider.close());
