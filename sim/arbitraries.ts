@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import type { PolicyConfig } from '../src/index.js';
 import type { BalancerConfig, Demand, ScaleEvent, ScenarioInput, Traffic } from './scenario.js';
+import { tailScenario } from './suite.js';
 
 /**
  * Scenarios as fast-check arbitraries: short runs (a few virtual seconds) over the whole space the
@@ -137,4 +138,33 @@ export function scenarioArb(options: ScenarioArbOptions = {}): fc.Arbitrary<Scen
       traffic: trafficArb(durationMs, maxLoad),
     }),
   );
+}
+
+/**
+ * Small long-tail scenarios (issue 11), shaped like the default suite's `tail-*` ones: Zipf(1) keys,
+ * each limited to 10 or 100 per second with burst = rate, the hottest offered 10× its limit, scaling
+ * with clean exits or crashes. A few virtual seconds and at most ~10k decisions each.
+ */
+export function tailScenarioArb(): fc.Arbitrary<ScenarioInput> {
+  return fc
+    .record({
+      rate: fc.constantFrom(10, 100),
+      keys: fc.integer({ min: 100, max: 2000 }),
+      balancer: fc.constantFrom<BalancerConfig>({ kind: 'round-robin' }, { kind: 'zipf', s: 1 }),
+      durationMs: fc.integer({ min: 1000, max: 3000 }),
+      leave: fc.constantFrom('close' as const, 'crash' as const),
+      seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+      instances: fc.integer({ min: 2, max: 12 }),
+      latencyMs: fc.constantFrom(0, 0.3, 1),
+    })
+    .map(({ seed, instances, latencyMs, ...shape }) => ({
+      ...tailScenario({
+        ...shape,
+        // 100/s keys cost ten times the decisions: fewer of them keeps each run small.
+        keys: shape.rate === 100 ? Math.ceil(shape.keys / 8) : shape.keys,
+        instances: [Math.ceil(instances / 2), instances, Math.ceil(instances / 1.5)],
+      }),
+      seed,
+      latency: { meanMs: latencyMs, jitter: 0.5 },
+    }));
 }

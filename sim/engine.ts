@@ -48,8 +48,11 @@ export interface RunRecord {
     storeCalls: number[];
     instances: number[];
   };
-  /** Per key: tokens admitted by the cluster (at decision time) and by the exact reference. */
-  keys: Map<string, { cluster: Admissions; exact: Admissions }>;
+  /**
+   * Per key: tokens admitted by the cluster (at decision time) and by the exact reference, and the
+   * key's denials below the limit (the bounds the report checks hold per key).
+   */
+  keys: Map<string, KeyRecord>;
   requests: number;
   retries: number;
   failed: number;
@@ -63,6 +66,12 @@ export interface RunRecord {
   referenceStoreCalls: number;
   peakInstances: number;
   instances: InstanceRecord[];
+}
+
+export interface KeyRecord {
+  cluster: Admissions;
+  exact: Admissions;
+  deniedBelowLimit: number;
 }
 
 interface Request {
@@ -207,7 +216,7 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
   const keyRecord = (key: string) => {
     let r = record.keys.get(key);
     if (!r) {
-      r = { cluster: emptyAdmissions(), exact: emptyAdmissions() };
+      r = { cluster: emptyAdmissions(), exact: emptyAdmissions(), deniedBelowLimit: 0 };
       record.keys.set(key, r);
     }
     return r;
@@ -253,7 +262,10 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
       admitted.costs.push(req.cost);
       return;
     }
-    if (exact.allowed && exact.remaining >= NEAR_EMPTY_FRACTION * exact.limit) record.deniedBelowLimit++;
+    if (exact.allowed && exact.remaining >= NEAR_EMPTY_FRACTION * exact.limit) {
+      record.deniedBelowLimit++;
+      keyRecord(req.key).deniedBelowLimit++;
+    }
     const retry = traffic.retry;
     if (!retry || req.attempt >= retry.maxRetries) return;
     let delay: number;
