@@ -110,6 +110,22 @@ describe('npm run sim', () => {
     });
   });
 
+  it('reports a missed target of a pending scenario without failing the run, unless --strict', async () => {
+    const pending = JSON.stringify({ ...tiny, expect: { maxCallsPerDecision: 0 }, pending: 'issue 11' });
+    const lenient = await simInProcess(['--replay', pending]);
+    expect(lenient.code, lenient.stderr).toBe(0);
+    expect(lenient.stdout).toMatch(/^tiny .*✗ pending$/m);
+    expect(lenient.stdout).toMatch(/✗ tiny: store calls: .* \[target of issue 11\]/);
+    const strict = await simInProcess(['--replay', pending, '--strict']);
+    expect(strict.code, 'a missed target fails under --strict').toBe(1);
+  });
+
+  it('selects scenarios by prefix with a trailing *', async () => {
+    const r = await simInProcess(['--scenario', 'tail-1k-*', '--duration', '300ms', '--json']);
+    const names = JSON.parse(r.stdout).reports.map((x: { scenario: { name: string } }) => x.scenario.name);
+    expect(names).toEqual(['tail-1k-10rps-rr', 'tail-1k-1000rps-zipf']);
+  });
+
   it('applies --instances, --balancer, --policy, --duration and --seed to the selected scenarios', async () => {
     const r = await simInProcess([
       '--scenario',
