@@ -1,4 +1,4 @@
-import type { Operation, Store } from '../src/index.js';
+import type { Operation, RunOptions, Store } from '../src/index.js';
 import type { VirtualClock } from './clock.js';
 
 export interface LatencyModel {
@@ -36,14 +36,14 @@ export class LatencyStore implements Store {
     private readonly random: () => number,
   ) {}
 
-  run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
+  run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req, options?: RunOptions): Promise<Res> {
     this.calls.count++;
     const rtt = this.latency.meanMs * (1 + this.latency.jitter * (2 * this.random() - 1));
     const inner = this.inner;
     return new Promise((resolve, reject) => {
       const reply = (result: Res) => this.clock.after(rtt / 2, () => resolve(result));
       this.clock.after(rtt / 2, () => {
-        if (!isSync(inner)) return inner.run(op, key, req).then(reply, reject);
+        if (!isSync(inner)) return inner.run(op, key, req, options).then(reply, reject);
         try {
           reply(inner.runSync(op, key, req));
         } catch (err) {

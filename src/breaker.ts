@@ -1,6 +1,6 @@
 import { type Duration, parseDuration } from './duration.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
-import type { Operation, Store } from './stores/store.js';
+import type { Operation, RunOptions, Store } from './stores/store.js';
 
 export interface BreakerOptions {
   /**
@@ -138,7 +138,12 @@ export class GuardedStore implements Store {
     return worst;
   }
 
-  async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
+  async run<S, Req, Res>(
+    op: Operation<S, Req, Res>,
+    key: string,
+    req: Req,
+    options?: RunOptions,
+  ): Promise<Res> {
     const breaker = this.breakerFor(key);
     const passed = breaker.tryPass();
     this.#report();
@@ -150,7 +155,7 @@ export class GuardedStore implements Store {
     }
     let result: Res;
     try {
-      result = await this.inner.run(op, key, req);
+      result = await this.inner.run(op, key, req, options);
     } catch (err) {
       breaker.failure();
       this.#report();

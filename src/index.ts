@@ -52,5 +52,5 @@ export type {
 } from './policy.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memoryStore.js';
 export type { RedisClient } from './stores/redisClient.js';
-export { RedisStore, type RedisStoreOptions } from './stores/redisStore.js';
-export type { Operation, Store } from './stores/store.js';
+export { type BatchOptions, RedisStore, type RedisStoreOptions } from './stores/redisStore.js';
+export type { Operation, RunOptions, Store } from './stores/store.js';

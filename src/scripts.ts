@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface LuaScript {
   readonly name: string;
@@ -11,18 +11,52 @@ export interface LuaScript {
 // This module sits directly under src/ (and dist/), so `../lua/` is the scripts folder in both.
 const LUA_DIR = new URL('../lua/', import.meta.url);
 const cache = new Map<string, LuaScript>();
+/** Scripts that are not operations: the shared helpers and the batch dispatcher. */
+const FRAMEWORK = new Set(['prelude', 'batch']);
 
 function read(name: string): string {
   return readFileSync(new URL(`${name}.lua`, LUA_DIR), 'utf8');
 }
 
+function script(name: string, source: string): LuaScript {
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
 /** A script from `lua/<name>.lua` with the shared prelude prepended (Redis Lua has no `require`). */
 export function luaScript(name: string): LuaScript {
-  let script = cache.get(name);
-  if (!script) {
-    const source = `${read('prelude')}\n${read(name)}`;
-    script = { name, source, sha: createHash('sha1').update(source).digest('hex') };
-    cache.set(name, script);
+  let found = cache.get(name);
+  if (!found) {
+    found = name === 'batch' ? batchScript() : script(name, `${read('prelude')}\n${read(name)}`);
+    cache.set(name, found);
   }
-  return script;
+  return found;
+}
+
+/** Every operation script in `lua/` (file names without `.lua`). */
+export function operationNames(): string[] {
+  return readdirSync(LUA_DIR)
+    .filter((f) => f.endsWith('.lua'))
+    .map((f) => f.slice(0, -'.lua'.length))
+    .filter((name) => !FRAMEWORK.has(name))
+    .sort();
+}
+
+/**
+ * `lua/batch.lua` with the prelude and every operation as a function of `ops` before it. The
+ * operations read KEYS and ARGV, which Redis sets once per call: here they are locals of the chunk
+ * that the dispatcher points at each operation's own key and arguments in turn.
+ */
+function batchScript(): LuaScript {
+  const ops = operationNames()
+    .map((name) => `ops[${JSON.stringify(name)}] = function()\n${read(name)}\nend`)
+    .join('\n');
+  const source = [
+    'local BATCH_KEYS, BATCH_ARGV = KEYS, ARGV',
+    'local KEYS, ARGV = {}, {}',
+    read('prelude'),
+    'local ops = {}',
+    ops,
+    read('batch'),
+  ].join('\n');
+  return script('batch', source);
 }

@@ -16,6 +16,7 @@ import type { ReturnReason } from '../observe/events.js';
 import type { ConcurrencyRule } from '../policy.js';
 import { concurrencyAcquire, concurrencyRelease, concurrencyRenew } from '../stores/concurrencyOps.js';
 import {
+  BACKGROUND,
   type Engine,
   type EngineContext,
   handBack,
@@ -172,7 +173,7 @@ class ConcurrencyKey implements KeyState {
     const { ctx, rule } = this;
     this.#renewing = true;
     this.#renewAt = now + rule.slotTtlMs / 2;
-    const call = storeCall(ctx, concurrencyRenew, this.storageKey, { ids, ttlMs: rule.slotTtlMs })
+    const call = storeCall(ctx, concurrencyRenew, this.storageKey, { ids, ttlMs: rule.slotTtlMs }, BACKGROUND)
       .then((lost) => {
         // Expired while held (this process stalled longer than slotTtl): someone may have them now.
         const gone = new Set(lost);

@@ -10,7 +10,10 @@ import type { PolicyDescription } from '../limiter.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { Telemetry } from '../observe/telemetry.js';
 import type { Rule } from '../policy.js';
-import type { Operation, Store } from '../stores/store.js';
+import type { Operation, RunOptions, Store } from '../stores/store.js';
+
+/** Options of a store call nobody waits for. */
+export const BACKGROUND: RunOptions = { background: true };
 
 /** Counters every engine keeps up to date; `Limiter.stats()` reports them. */
 export interface Counters {
@@ -26,7 +29,10 @@ export interface Counters {
 /** What the limiter lends its engines. */
 export interface EngineContext {
   readonly store: Store;
-  /** Bounds the store calls in flight. */
+  /**
+   * Bounds the background store calls in flight (refills ahead, hand-backs): calls a request waits
+   * for never queue behind them.
+   */
   readonly gate: LimitFunction;
   readonly now: () => number;
   readonly stats: Counters;
@@ -114,20 +120,25 @@ export function seconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
-/** One store call through the gate, counted in the stats; rejects as the store does. */
+/**
+ * One store call, counted in the stats; rejects as the store does. A background call (nobody waits
+ * for it) goes through the gate and is marked so the store never sends it ahead of waiting calls.
+ */
 export function storeCall<S, Req, Res>(
   ctx: EngineContext,
   op: Operation<S, Req, Res>,
   storageKey: string,
   req: Req,
+  options: RunOptions = {},
 ): Promise<Res> {
   ctx.stats.storeCalls++;
-  return ctx
-    .gate(() => ctx.store.run(op, storageKey, req))
-    .catch((err: unknown) => {
-      ctx.stats.storeErrors++;
-      throw err;
-    });
+  const call = options.background
+    ? ctx.gate(() => ctx.store.run(op, storageKey, req, options))
+    : ctx.store.run(op, storageKey, req);
+  return call.catch((err: unknown) => {
+    ctx.stats.storeErrors++;
+    throw err;
+  });
 }
 
 /**
@@ -144,7 +155,12 @@ export function handBack<S, Req, Res>(
   const { policy, key, tokens, reason } = returned;
   ctx.stats.tokensReturned += tokens;
   ctx.telemetry.leaseReturned(policy, key, tokens, reason);
-  ctx.track(storeCall(ctx, op, storageKey, req).catch(() => ctx.telemetry.stranded(policy, key, tokens)));
+  // Handed back for an oversized cost, the tokens must reach the store before the exact call that
+  // follows: that call waits, so this one must not queue behind background work.
+  const options = reason === 'oversized' ? {} : BACKGROUND;
+  ctx.track(
+    storeCall(ctx, op, storageKey, req, options).catch(() => ctx.telemetry.stranded(policy, key, tokens)),
+  );
 }
 
 /** A store call nobody waits for (a refund): tracked for `close()`, errors counted. */
@@ -154,7 +170,7 @@ export function backgroundCall<S, Req, Res>(
   storageKey: string,
   req: Req,
 ): void {
-  ctx.track(storeCall(ctx, op, storageKey, req).catch(() => {}));
+  ctx.track(storeCall(ctx, op, storageKey, req, BACKGROUND).catch(() => {}));
 }
 
 /** `retryAfterMs` as decisions carry it: whole milliseconds, or Infinity when it never passes. */

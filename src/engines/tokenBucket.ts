@@ -10,11 +10,14 @@ import { StoreUnavailableError } from '../errors.js';
 import * as lease from '../lease.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { TokenBucketRule } from '../policy.js';
+import type { RunOptions } from '../stores/store.js';
 import { tokenBucketAcquire, tokenBucketRelease } from '../stores/tokenBucketOps.js';
 import {
+  BACKGROUND,
   type Consumed,
   type Engine,
   type EngineContext,
+  handBack,
   type KeyState,
   MAX_ATTEMPTS,
   seconds,
@@ -135,13 +138,7 @@ class TokenBucketKey implements KeyState {
       min: cost,
       ahead: 0,
     };
-    ctx.stats.storeCalls++;
-    const result = await ctx
-      .gate(() => ctx.store.run(tokenBucketAcquire, this.storageKey, request))
-      .catch((err: unknown) => {
-        ctx.stats.storeErrors++;
-        throw err;
-      });
+    const result = await storeCall(ctx, tokenBucketAcquire, this.storageKey, request);
     const at = ctx.now();
     this.level = result.levelBefore - result.granted;
     this.levelAt = at;
@@ -157,11 +154,11 @@ class TokenBucketKey implements KeyState {
     if (lease.unused(this.segments) > Math.ceil(this.lastGrant / 4)) return;
     // A key this instance rarely sees would hold the fetched tokens idle until they expire.
     if (demandPerMs(this.demand, now) * this.rule.horizonMs < 1) return;
-    this.#acquire(1).catch(() => {});
+    this.#acquire(1, BACKGROUND).catch(() => {});
   }
 
   /** Single-flight: concurrent misses for one key share one store call. */
-  #acquire(min: number): Promise<void> {
+  #acquire(min: number, options: RunOptions = {}): Promise<void> {
     if (this.inflight) return this.inflight;
     const { ctx, rule } = this;
     const want = this.#leaseSize(min);
@@ -173,9 +170,7 @@ class TokenBucketKey implements KeyState {
       min: Math.min(min, want),
       ahead: rule.ahead,
     };
-    ctx.stats.storeCalls++;
-    const call = ctx
-      .gate(() => ctx.store.run(tokenBucketAcquire, this.storageKey, request))
+    const call = storeCall(ctx, tokenBucketAcquire, this.storageKey, request, options)
       .then((result) => {
         const now = ctx.now();
         this.level = result.levelBefore - result.granted;
@@ -200,10 +195,6 @@ class TokenBucketKey implements KeyState {
         this.expiresAt = lease.fullyCoveredAt(this.segments) + rule.leaseTtlMs;
         // Evicted or closed while the call was in flight: nobody will spend these tokens.
         if (ctx.peek(this.storageKey) !== this) this.returnUnused('orphaned');
-      })
-      .catch((err: unknown) => {
-        ctx.stats.storeErrors++;
-        throw err;
       })
       .finally(() => {
         this.inflight = undefined;
@@ -230,18 +221,13 @@ class TokenBucketKey implements KeyState {
     this.segments = [];
     if (tokens <= 0) return;
     const { ctx, rule } = this;
-    ctx.stats.storeCalls++;
-    ctx.stats.tokensReturned += tokens;
-    ctx.telemetry.leaseReturned(rule.name, this.key, tokens, reason);
     const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens };
-    ctx.track(
-      ctx
-        .gate(() => ctx.store.run(tokenBucketRelease, this.storageKey, request))
-        .catch(() => {
-          ctx.stats.storeErrors++;
-          ctx.telemetry.stranded(rule.name, this.key, tokens);
-        }),
-    );
+    handBack(ctx, tokenBucketRelease, this.storageKey, request, {
+      policy: rule.name,
+      key: this.key,
+      tokens,
+      reason,
+    });
   }
 
   sweep(now: number): boolean {

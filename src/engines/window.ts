@@ -20,7 +20,7 @@ import { type Demand, demandPerMs, noteDemand } from '../demand.js';
 import * as lease from '../lease.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { WindowRule } from '../policy.js';
-import type { Operation } from '../stores/store.js';
+import type { Operation, RunOptions } from '../stores/store.js';
 import {
   fixedWindowAcquire,
   fixedWindowRelease,
@@ -28,6 +28,7 @@ import {
   slidingWindowRelease,
 } from '../stores/windowOps.js';
 import {
+  BACKGROUND,
   backgroundCall,
   type Consumed,
   type Engine,
@@ -187,11 +188,11 @@ class WindowKey implements KeyState {
     if (this.#inflight || now < this.#deniedUntil) return;
     if (this.slice && lease.unused(this.slice.segments) > Math.ceil(this.#lastGrant / 4)) return;
     if (this.#extra(now) < 1) return;
-    this.#acquire(1).catch(() => {});
+    this.#acquire(1, BACKGROUND).catch(() => {});
   }
 
   /** Single-flight: concurrent misses for one key share one store call. */
-  #acquire(min: number): Promise<void> {
+  #acquire(min: number, options: RunOptions = {}): Promise<void> {
     if (this.#inflight) return this.#inflight;
     const { ctx, rule } = this;
     const want = this.#leaseSize(min);
@@ -207,7 +208,7 @@ class WindowKey implements KeyState {
       ahead: want > min && this.#windowEndsAt - sentAt > rule.horizonMs,
       firstHit: rule.firstHit,
     };
-    const call = storeCall(ctx, this.#algorithm.acquire, this.storageKey, request)
+    const call = storeCall(ctx, this.#algorithm.acquire, this.storageKey, request, options)
       .then((result) => {
         this.#learn(result, sentAt);
         if (result.granted === 0) {

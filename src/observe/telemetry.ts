@@ -2,7 +2,7 @@ import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { ArgumentError, ConfigError, TokenleaseError } from '../errors.js';
 import type { LimiterStats } from '../limiter.js';
-import type { Operation, Store } from '../stores/store.js';
+import type { Operation, RunOptions, Store } from '../stores/store.js';
 import type {
   BreakerEvent,
   BreakerState,
@@ -220,9 +220,14 @@ export class Telemetry {
 
   /** Wraps the store so every call is timed (wall clock: latency is real even under a virtual `now`). */
   instrument(store: Store): Store {
-    const run = <S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> => {
+    const run = <S, Req, Res>(
+      op: Operation<S, Req, Res>,
+      key: string,
+      req: Req,
+      options?: RunOptions,
+    ): Promise<Res> => {
       const start = performance.now();
-      return store.run(op, key, req).then(
+      return store.run(op, key, req, options).then(
         (result) => {
           this.#storeCall(op.script, performance.now() - start, undefined);
           return result;

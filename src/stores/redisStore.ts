@@ -8,9 +8,10 @@ import {
   TokenleaseError,
 } from '../errors.js';
 import { luaScript } from '../scripts.js';
+import { Batcher, type BatchItem, type ItemReply } from './batcher.js';
 import { isRedisClient, type RedisClient } from './redisClient.js';
 import { keySlot } from './slot.js';
-import type { Operation, Store } from './store.js';
+import type { Operation, RunOptions, Store } from './store.js';
 
 export interface RedisStoreOptions<C extends RedisClient = RedisClient> {
   /**
@@ -40,6 +41,57 @@ export interface RedisStoreOptions<C extends RedisClient = RedisClient> {
    * @default console.warn
    */
   onWarning?: (message: string) => void;
+  /**
+   * Redis Cluster only: how many hash-tag groups keys are spread over. A batch may only touch one
+   * slot, so calls batch together only within a group: fewer groups batch better, more spread
+   * load over more slots. Keep it well above the number of masters.
+   * @default 128
+   */
+  slotGroups?: number;
+  /** How store calls are batched into round trips. */
+  batch?: BatchOptions;
+}
+
+export interface BatchOptions {
+  /**
+   * Most calls in one round trip.
+   * @default 256
+   */
+  maxItems?: number;
+  /**
+   * Longest a background call (refill ahead, hand-back) waits for others to share its round trip,
+   * in ms. Calls a request waits for go at the end of the event-loop turn they were made in.
+   * @default 2
+   */
+  maxWaitMs?: number;
+  /**
+   * Most batches in flight at once; more wait, calls a request waits for first.
+   * @default 16
+   */
+  maxInFlight?: number;
+}
+
+function batchOptions(options: BatchOptions | undefined): Required<BatchOptions> {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new ConfigError('batch', 'expected an object { maxItems?, maxWaitMs?, maxInFlight? }');
+  }
+  const { maxItems = 256, maxWaitMs = 2, maxInFlight = 16 } = options ?? {};
+  if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > 10_000) {
+    throw new ConfigError('batch.maxItems', `expected an integer from 1 to 10000, got ${String(maxItems)}`);
+  }
+  if (typeof maxWaitMs !== 'number' || !Number.isFinite(maxWaitMs) || maxWaitMs < 0 || maxWaitMs > 1000) {
+    throw new ConfigError(
+      'batch.maxWaitMs',
+      `expected a number of ms from 0 to 1000, got ${String(maxWaitMs)}`,
+    );
+  }
+  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) {
+    throw new ConfigError(
+      'batch.maxInFlight',
+      `expected an integer from 1 and up, got ${String(maxInFlight)}`,
+    );
+  }
+  return { maxItems, maxWaitMs, maxInFlight };
 }
 
 type Client = Redis | Cluster;
@@ -131,6 +183,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   readonly #timeoutMs: number;
   readonly #now: (() => number) | undefined;
   readonly prefix: string;
+  readonly #cluster: boolean;
+  readonly #slotGroups: number;
+  readonly #batcher: Batcher;
+  #everReady: boolean;
   #closed = false;
 
   constructor(options: RedisStoreOptions<C>) {
@@ -154,6 +210,11 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (options.onWarning !== undefined && typeof options.onWarning !== 'function') {
       throw new ConfigError('onWarning', 'expected a function taking a message');
     }
+    const slotGroups = options.slotGroups ?? 128;
+    if (!Number.isInteger(slotGroups) || slotGroups < 1 || slotGroups > 16384) {
+      throw new ConfigError('slotGroups', `expected an integer from 1 to 16384, got ${String(slotGroups)}`);
+    }
+    const batch = batchOptions(options.batch);
     // Typed as ioredis 5 inside: the members used here are the same in every accepted client.
     const { client, owned } = safeClient(options.client as unknown as Client, timeoutMs);
     this.#client = client;
@@ -161,6 +222,24 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     this.#timeoutMs = timeoutMs;
     this.#now = options.now;
     this.prefix = prefix;
+    this.#cluster = isCluster(client);
+    this.#slotGroups = slotGroups;
+    this.#everReady = client.status === 'ready';
+    this.#batcher = new Batcher({
+      send: (items) => this.#send(items),
+      groupOf: (key) => (this.#cluster ? String(keySlot(key)) : ''),
+      // Before the first connection is up, calls wait for it (within their timeout); after that a
+      // lost connection fails calls at once, so the breaker and fail policies take over.
+      canSend: () => this.#everReady,
+      timeoutMs,
+      maxItems: batch.maxItems,
+      maxWaitMs: batch.maxWaitMs,
+      maxInFlight: batch.maxInFlight,
+    });
+    client.on('ready', () => {
+      this.#everReady = true;
+      this.#batcher.ready();
+    });
     const warn = options.onWarning ?? console.warn;
     if (client.status === 'ready') void this.#checkEviction(warn);
     else client.once('ready', () => void this.#checkEviction(warn));
@@ -237,52 +316,84 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   /** The Cluster node currently serving `key` per the client's slot map; one shard for a single Redis. */
   shardOf(key: string): string {
     if (!isCluster(this.#client)) return '';
-    const slot = keySlot(this.prefix + key);
+    const slot = keySlot(this.#fullKey(key));
     return this.#client.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
-  async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
-    if (this.#closed) throw new ClosedError('RedisStore');
+  run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req, options?: RunOptions): Promise<Res> {
+    if (this.#closed) return Promise.reject(new ClosedError('RedisStore'));
     const args = [...op.args(req), this.#now ? this.#now() : ''];
-    const reply = await this.#withTimeout(this.#evalScript(op.script, this.prefix + key, args));
-    return op.parse(reply);
+    return new Promise<unknown>((resolve, reject) => {
+      this.#batcher.add({
+        key: this.#fullKey(key),
+        script: op.script,
+        args,
+        background: options?.background === true,
+        settle: (error, reply) => (error === undefined ? resolve(reply) : reject(error)),
+      });
+    }).then((reply) => op.parse(reply));
   }
 
-  async #evalScript(name: string, key: string, args: readonly (string | number)[]): Promise<unknown> {
-    const script = luaScript(name);
+  /** Round trips made so far: batches sent (each one EVALSHA, plus an EVAL after NOSCRIPT). */
+  get roundTrips(): number {
+    return this.#batcher.batches;
+  }
+
+  /**
+   * The Redis key the state under `key` (a storage key, see `storageKey`) lives in, for operators
+   * and tests. On a Cluster it starts with a hash tag naming one of `slotGroups` groups
+   * (from the key's own tag, so one client's state stays in one slot): a batch may only touch one
+   * slot, and grouping keys on purpose is what lets many keys share a batch.
+   */
+  redisKey(key: string): string {
+    return this.#fullKey(key);
+  }
+
+  #fullKey(key: string): string {
+    if (!this.#cluster) return this.prefix + key;
+    return `${this.prefix}{g${keySlot(key) % this.#slotGroups}}${key}`;
+  }
+
+  /** Sends one batch as one EVALSHA of `lua/batch.lua`; NOSCRIPT means nothing ran, so EVAL is safe. */
+  async #send(items: readonly BatchItem[]): Promise<readonly ItemReply[]> {
+    const keys = items.map((i) => i.key);
+    const argv: (string | number)[] = [];
+    for (const item of items) argv.push(item.script, item.args.length, ...item.args);
+    const script = luaScript('batch');
+    let reply: unknown;
     try {
-      return await this.#client.evalsha(script.sha, 1, key, ...args);
+      try {
+        reply = await this.#client.evalsha(script.sha, keys.length, ...keys, ...argv);
+      } catch (err) {
+        if (!isNoScript(err)) throw err;
+        reply = await this.#client.eval(script.source, keys.length, ...keys, ...argv);
+      }
     } catch (err) {
-      // NOSCRIPT means the script did not run, so sending it again cannot debit twice.
-      if (isNoScript(err)) return this.#client.eval(script.source, 1, key, ...args);
-      throw err;
+      throw this.#failure(err);
     }
-  }
-
-  async #withTimeout<T>(call: Promise<T>): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreTimeoutError(this.#timeoutMs)), this.#timeoutMs);
+    if (!Array.isArray(reply) || reply.length !== items.length) {
+      throw new StoreError(`Unexpected batch reply: ${String(reply)}`);
+    }
+    return reply.map((r: unknown): ItemReply => {
+      if (Array.isArray(r) && Number(r[0]) === 1) return { ok: true, reply: r[1] ?? null };
+      const message = Array.isArray(r) ? String(r[1]) : String(r);
+      return { ok: false, error: new StoreError(`Redis call failed: ${message}`) };
     });
-    try {
-      return await Promise.race([call, timeout]);
-    } catch (err) {
-      if (err instanceof TokenleaseError) throw err;
-      if (err instanceof Error && /timed out/i.test(err.message))
-        throw new StoreTimeoutError(this.#timeoutMs);
-      if (notSent(err))
-        throw new StoreUnavailableError(`Redis is not connected: ${(err as Error).message}`, err);
-      throw new StoreError(`Redis call failed: ${err instanceof Error ? err.message : String(err)}`, err);
-    } finally {
-      clearTimeout(timer);
-      // The losing promise may still reject later; it must not surface as an unhandled rejection.
-      call.catch(() => {});
+  }
+
+  #failure(err: unknown): TokenleaseError {
+    if (err instanceof TokenleaseError) return err;
+    if (err instanceof Error && /timed out/i.test(err.message)) return new StoreTimeoutError(this.#timeoutMs);
+    if (notSent(err)) {
+      return new StoreUnavailableError(`Redis is not connected: ${(err as Error).message}`, err);
     }
+    return new StoreError(`Redis call failed: ${err instanceof Error ? err.message : String(err)}`, err);
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#batcher.abort(new ClosedError('RedisStore'));
     if (this.#owned) this.#client.disconnect();
   }
 }

@@ -23,15 +23,32 @@ export interface Operation<S, Req, Res> {
  * - Every key the store writes expires once its state is equivalent to an absent key
  *   (`Transition.ttlMs`); nothing is kept forever.
  * - A failed or timed-out `run` rejects with a `TokenleaseError`; it is never retried blindly,
- *   because the operation may have been applied.
+ *   because the operation may have been applied. A call that certainly did not run (never sent)
+ *   rejects with `StoreUnavailableError`.
+ * - `run` settles within the store's timeout from the moment it is called, time spent waiting in
+ *   a batch or for the connection included.
  *
  * The limiter calls `run` only on a lease miss, a lease return or a refill-ahead, never per request
  * (except in exact mode and for the always-exact algorithms); after `close()` it calls `run` only
  * to free concurrency slots whose holders release them late (a failure there is ignored: the
  * slots then expire).
  */
+/** How the limiter marks a store call. */
+export interface RunOptions {
+  /**
+   * Nobody waits for the answer (a refill ahead, a hand-back, a usage report): a store that batches
+   * may hold it a little longer for company, and never sends it ahead of a call somebody waits for.
+   * @default false
+   */
+  readonly background?: boolean;
+}
+
 export interface Store {
-  run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res>;
+  /**
+   * A store may coalesce the calls made at about the same moment into one round trip (RedisStore
+   * does); each call stays atomic on its own and settles on its own.
+   */
+  run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req, options?: RunOptions): Promise<Res>;
   /**
    * Which keys fail together, e.g. the Redis Cluster node serving the key. The limiter suspends
    * calls per shard after failures, so one failed node does not suspend the keys of the others.

@@ -56,7 +56,9 @@ describe('RedisStore on a Redis Cluster', () => {
     const prefix = uniquePrefix('reshard');
     const key = `hot-${randomUUID()}`;
     const cluster = clusterClient();
-    const bucketKey = prefix + storageKey('token-bucket', 'p', key);
+    const probe = new RedisStore({ client: clusterClient(), prefix });
+    const bucketKey = probe.redisKey(storageKey('token-bucket', 'p', key));
+    await probe.close();
     const slot = Number(await cluster.cluster('KEYSLOT', bucketKey));
     const nodes = inject('clusterNodes').map((n) => ({ port: n.port, redis: nodeClient(n.port), id: '' }));
     for (const n of nodes) n.id = String(await n.redis.cluster('MYID'));

@@ -79,16 +79,17 @@ describe('Redis Cluster faults', () => {
 
     const store = new RedisStore({ client: userCluster(), timeoutMs: 250, prefix: 'r:' });
     await store.ready();
+    const safeKey = store.redisKey('{r}safe');
     // Loads the script, so the stalled call is an EVALSHA that really runs (not a NOSCRIPT).
-    await nodeClient((await masterOf('r:{r}safe', cluster.nodes[0]!)).port).script(
+    await nodeClient((await masterOf(safeKey, cluster.nodes[0]!)).port).script(
       'LOAD',
-      luaScript('token_bucket_acquire').source,
+      luaScript('batch').source,
     );
-    const outcome = await stallAndReset('r:{r}safe', store.client as Cluster, () =>
+    const outcome = await stallAndReset(safeKey, store.client as Cluster, () =>
       store.run(tokenBucketAcquire, '{r}safe', lease),
     );
     expect(outcome).toBeInstanceOf(StoreTimeoutError);
-    expect(await levelOf('r:{r}safe'), 'the lease already sent ran once, and only once').toBe(90);
+    expect(await levelOf(safeKey), 'the lease already sent ran once, and only once').toBe(90);
     const resumed = await eventually(() => store.run(tokenBucketAcquire, '{r}safe', lease));
     expect(resumed.granted, 'leasing resumes').toBe(10);
     await store.close();
@@ -110,7 +111,7 @@ describe('Redis Cluster faults', () => {
     const policies = { p: { algorithm: 'token-bucket' as const, rate: RATE, burst: RATE } };
     const prefix = 'f:';
     const hot = 'hot';
-    const hotKey = prefix + storageKey('token-bucket', 'p', hot);
+    const keyOf = (key: string) => instances[0]!.store.redisKey(storageKey('token-bucket', 'p', key));
     const instances = await Promise.all(
       Array.from({ length: INSTANCES }, async () => {
         const store = new RedisStore({ client: userCluster(), timeoutMs: 250, prefix });
@@ -123,13 +124,14 @@ describe('Redis Cluster faults', () => {
     for (const node of cluster.nodes) {
       await nodeClient(node.port).config('SET', 'cluster-require-full-coverage', 'no');
     }
+    const hotKey = keyOf(hot);
     const victim = await masterOf(hotKey, cluster.nodes[0]!);
     const survivor = cluster.nodes.find((n) => n !== victim)!;
     // A key on another master keeps being served through the failover as well.
     let cold = '';
     for (let i = 0; !cold; i++) {
       const key = `cold-${i}`;
-      if ((await masterOf(prefix + storageKey('token-bucket', 'p', key), victim)) !== victim) cold = key;
+      if ((await masterOf(keyOf(key), victim)) !== victim) cold = key;
     }
 
     interface Sample {

@@ -61,7 +61,7 @@ describe('a lease call is never replayed blindly', () => {
     });
     await store.ready();
     // Loads the script, so the stalled call is an EVALSHA that really runs (not a NOSCRIPT).
-    await admin.script('LOAD', luaScript('token_bucket_acquire').source);
+    await admin.script('LOAD', luaScript('batch').source);
     const client = store.client as Redis;
     const outcome = await stallAndReset(
       () => client.stream,

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { Limiter, RedisStore } from '../../src/index.js';
-import { luaScript } from '../../src/scripts.js';
+import { luaScript, operationNames } from '../../src/scripts.js';
+import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
 
 afterAll(closeAllClients);
@@ -35,7 +36,8 @@ describe('Lua scripts on Redis', () => {
 
   it('reject invalid arguments without writing anything', async () => {
     const client = redisClient();
-    const { sha } = luaScript('token_bucket_acquire');
+    const { sha, source } = luaScript('token_bucket_acquire');
+    await client.script('LOAD', source);
     const key = `${uniquePrefix('bad')}k`;
     for (const args of [
       ['0', '1000', '10', '1', '1', '0', ''],
@@ -48,7 +50,36 @@ describe('Lua scripts on Redis', () => {
         /tokenlease: invalid/,
       );
     }
-    await client.script('LOAD', luaScript('token_bucket_acquire').source);
     expect(await client.exists(key)).toBe(0);
+  });
+
+  it('the batch script has the sha SCRIPT LOAD computes and carries every operation', async () => {
+    const client = redisClient();
+    const batch = luaScript('batch');
+    expect(await client.script('LOAD', batch.source)).toBe(batch.sha);
+    for (const name of operationNames()) expect(batch.source, name).toContain(`ops["${name}"]`);
+  });
+
+  it('a batch fails only its invalid operation, and writes nothing for it', async () => {
+    const client = redisClient();
+    const store = new RedisStore({ client, prefix: uniquePrefix('batch'), timeoutMs: 2000 });
+    await store.ready();
+    const good = { rate: 10, periodMs: 1000, burst: 10, want: 3, min: 1, ahead: 0 };
+    const outcome = (call: Promise<{ granted: number }>) =>
+      call.then(
+        (r) => r.granted,
+        (err: unknown) => String(err),
+      );
+    const [a, b, c] = await Promise.all([
+      outcome(store.run(tokenBucketAcquire, 'a', good)),
+      outcome(store.run(tokenBucketAcquire, 'b', { ...good, rate: 0 })),
+      outcome(store.run(tokenBucketAcquire, 'c', good)),
+    ]);
+    expect(a, 'first call').toBe(3);
+    expect(b, 'invalid call').toMatch(/invalid rate/);
+    expect(c, 'last call').toBe(3);
+    expect(await client.exists(store.redisKey('b')), 'nothing written for the invalid call').toBe(0);
+    expect(store.roundTrips, 'the three calls shared one round trip').toBe(1);
+    await store.close();
   });
 });

@@ -1,0 +1,166 @@
+/**
+ * Coalesces the store calls made at about the same moment into batches: one round trip carries
+ * many keys' operations. Calls somebody waits for go out at the end of the current event-loop turn
+ * (when every request that arrived in it has asked); background calls wait up to `maxWaitMs` for
+ * company and never go ahead of a waiting call. A batch holds keys of one group only (a Redis
+ * Cluster slot) and at most `maxItems` calls; at most `maxInFlight` batches are in flight, the rest
+ * queue, foreground first.
+ *
+ * Every call settles within `timeoutMs` of being made, queueing included: one still queued then
+ * was never sent and fails as unavailable; one already sent fails as timed out (it may have run,
+ * and is never sent again).
+ */
+import pLimit, { type LimitFunction } from 'p-limit';
+import { StoreTimeoutError, StoreUnavailableError } from '../errors.js';
+
+/** One call waiting for its batch. */
+export interface BatchItem {
+  /** The key as the store writes it (prefix included): batches are cut by its group. */
+  readonly key: string;
+  readonly script: string;
+  readonly args: readonly (string | number)[];
+  readonly background: boolean;
+  /** Settles the caller with the script's reply or an error. */
+  settle(error: unknown, reply?: unknown): void;
+}
+
+/** The outcome of one item of a batch: its reply, or the error that failed it alone. */
+export type ItemReply =
+  | { readonly ok: true; readonly reply: unknown }
+  | { readonly ok: false; readonly error: unknown };
+
+export interface BatcherOptions {
+  /** Sends one batch (all keys of one group); rejects when the whole batch failed. */
+  send(items: readonly BatchItem[]): Promise<readonly ItemReply[]>;
+  /** The group of a key: keys of different groups never share a batch. */
+  groupOf(key: string): string;
+  /**
+   * Whether a batch may go now. While not (the connection is still being set up), calls wait for
+   * `ready()` within their timeout.
+   */
+  canSend(): boolean;
+  timeoutMs: number;
+  maxItems: number;
+  maxWaitMs: number;
+  maxInFlight: number;
+}
+
+interface Pending extends BatchItem {
+  sent: boolean;
+  done: boolean;
+  timer: NodeJS.Timeout;
+}
+
+export class Batcher {
+  readonly #options: BatcherOptions;
+  readonly #gate: LimitFunction;
+  #foreground: Pending[] = [];
+  #background: Pending[] = [];
+  #immediate: NodeJS.Immediate | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  /** Batches sent so far: round trips, for stats. */
+  batches = 0;
+
+  constructor(options: BatcherOptions) {
+    this.#options = options;
+    this.#gate = pLimit(options.maxInFlight);
+  }
+
+  /** Queues one call; `item.settle` is called exactly once, within the timeout. */
+  add(item: BatchItem): void {
+    const pending: Pending = {
+      ...item,
+      sent: false,
+      done: false,
+      settle: (error, reply) => {
+        if (pending.done) return;
+        pending.done = true;
+        clearTimeout(pending.timer);
+        item.settle(error, reply);
+      },
+      timer: setTimeout(() => this.#expire(pending), this.#options.timeoutMs),
+    };
+    if (item.background) this.#background.push(pending);
+    else this.#foreground.push(pending);
+    this.#schedule();
+  }
+
+  /** The connection became ready: what waited for it goes now. */
+  ready(): void {
+    this.#schedule();
+  }
+
+  /** Fails every call not yet sent (the store is closing). */
+  abort(error: unknown): void {
+    for (const p of [...this.#foreground, ...this.#background]) p.settle(error);
+    this.#foreground = [];
+    this.#background = [];
+  }
+
+  #schedule(): void {
+    if (this.#foreground.length > 0) {
+      this.#immediate ??= setImmediate(() => {
+        this.#immediate = undefined;
+        this.#flush();
+      });
+    } else if (this.#background.length > 0) {
+      this.#timer ??= setTimeout(() => {
+        this.#timer = undefined;
+        this.#flush();
+      }, this.#options.maxWaitMs);
+    }
+  }
+
+  #flush(): void {
+    if (!this.#options.canSend()) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const queued = [...this.#foreground, ...this.#background].filter((p) => !p.done);
+    this.#foreground = [];
+    this.#background = [];
+    const groups = new Map<string, Pending[]>();
+    for (const p of queued) {
+      const group = this.#options.groupOf(p.key);
+      const list = groups.get(group);
+      if (list) list.push(p);
+      else groups.set(group, [p]);
+    }
+    for (const list of groups.values()) {
+      for (let i = 0; i < list.length; i += this.#options.maxItems) {
+        const chunk = list.slice(i, i + this.#options.maxItems);
+        void this.#gate(() => this.#send(chunk));
+      }
+    }
+  }
+
+  async #send(chunk: Pending[]): Promise<void> {
+    // Waited for a batch slot past its deadline: the item already failed as never sent.
+    const live = chunk.filter((p) => !p.done);
+    if (live.length === 0) return;
+    for (const p of live) p.sent = true;
+    this.batches++;
+    try {
+      const replies = await this.#options.send(live);
+      live.forEach((p, i) => {
+        const r = replies[i];
+        if (r?.ok) p.settle(undefined, r.reply);
+        else p.settle(r ? r.error : new Error('missing reply in batch'));
+      });
+    } catch (err) {
+      for (const p of live) p.settle(err);
+    }
+  }
+
+  #expire(p: Pending): void {
+    if (p.done) return;
+    if (p.sent) {
+      p.settle(new StoreTimeoutError(this.#options.timeoutMs));
+      return;
+    }
+    p.settle(
+      new StoreUnavailableError(
+        `Store call not sent within ${this.#options.timeoutMs} ms (connection not ready or too many calls queued)`,
+      ),
+    );
+  }
+}
