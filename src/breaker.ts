@@ -1,6 +1,7 @@
 import { type Duration, parseDuration } from './duration.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
 import type { Operation, RunOptions, Store } from './stores/store.js';
+import { tokenBucketRelease } from './stores/tokenBucketOps.js';
 
 export interface BreakerOptions {
   /**
@@ -74,18 +75,36 @@ export class CircuitBreaker {
   }
 }
 
+/** How a shard's breaker is known: by the last key routed to it, to tell whether keys still map there. */
+interface Shard {
+  readonly breaker: CircuitBreaker;
+  /** The last key whose calls went through this breaker. */
+  lastKey: string;
+  /** When a call last asked this breaker (the limiter's clock). */
+  askedAt: number;
+}
+
 /**
  * A store behind breakers, one per shard (`Store.shardOf`): calls to a suspended shard fail fast
  * with `StoreUnavailableError`, while the other shards keep working.
+ *
+ * A shard's breaker stays truthful without traffic to it. Shards move: after a Cluster failover
+ * the keys of a dead master map to its promoted replica, so the old master's breaker would stay
+ * open forever. While any breaker is open, a timer runs every cool-down: it forgets breakers that
+ * no key maps to any more (their last key now lives elsewhere) and probes an open shard that no
+ * call asked for a whole cool-down, with a read-only call on a key of its slot, which closes the
+ * breaker when the shard answers. Under traffic, calls probe as before and the timer sends nothing.
  */
 export class GuardedStore implements Store {
   /** Calls rejected without reaching the store. */
   shortCircuited = 0;
   readonly coolDownMs: number;
-  readonly #breakers = new Map<string, CircuitBreaker>();
+  readonly #shards = new Map<string, Shard>();
   readonly #options: BreakerOptions;
   readonly #now: () => number;
   #reported: BreakerState = 'closed';
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
 
   /**
    * `onSuccess` runs after every call that succeeded; `onStateChange` whenever the worst state
@@ -99,22 +118,24 @@ export class GuardedStore implements Store {
     private readonly onStateChange: (state: BreakerState) => void,
   ) {
     // Validates the options once, eagerly; every shard's breaker is built from the same ones.
-    const first = new CircuitBreaker(options, now);
-    this.#breakers.set('', first);
-    this.coolDownMs = first.coolDownMs;
+    this.coolDownMs = new CircuitBreaker(options, now).coolDownMs;
     this.#options = options;
     this.#now = now;
   }
 
   /** The breaker of the shard `key` belongs to. */
   breakerFor(key: string): CircuitBreaker {
-    const shard = this.inner.shardOf?.(key) ?? '';
-    let breaker = this.#breakers.get(shard);
-    if (!breaker) {
-      breaker = new CircuitBreaker(this.#options, this.#now);
-      this.#breakers.set(shard, breaker);
+    return this.#shardFor(key).breaker;
+  }
+
+  #shardFor(key: string): Shard {
+    const id = this.shardOf(key);
+    let shard = this.#shards.get(id);
+    if (!shard) {
+      shard = { breaker: new CircuitBreaker(this.#options, this.#now), lastKey: key, askedAt: this.#now() };
+      this.#shards.set(id, shard);
     }
-    return breaker;
+    return shard;
   }
 
   /** Whether calls for `key` are suspended or probing (its shard's breaker is not closed). */
@@ -128,12 +149,14 @@ export class GuardedStore implements Store {
     return breaker.state === 'closed' || (breaker.state === 'open' && breaker.msUntilProbe() === 0);
   }
 
-  /** The worst state over all shards. */
+  /** The worst state over the shards that keys still map to. */
   state(): BreakerState {
     let worst: BreakerState = 'closed';
-    for (const b of this.#breakers.values()) {
-      if (b.state === 'open') return 'open';
-      if (b.state === 'half-open') worst = 'half-open';
+    for (const [id, shard] of this.#shards) {
+      const state = shard.breaker.state;
+      if (state === 'closed' || this.#orphaned(id, shard)) continue;
+      if (state === 'open') return 'open';
+      worst = 'half-open';
     }
     return worst;
   }
@@ -144,7 +167,19 @@ export class GuardedStore implements Store {
     req: Req,
     options?: RunOptions,
   ): Promise<Res> {
-    const breaker = this.breakerFor(key);
+    const shard = this.#shardFor(key);
+    shard.lastKey = key;
+    shard.askedAt = this.#now();
+    return this.#call(shard.breaker, op, key, req, options);
+  }
+
+  async #call<S, Req, Res>(
+    breaker: CircuitBreaker,
+    op: Operation<S, Req, Res>,
+    key: string,
+    req: Req,
+    options?: RunOptions,
+  ) {
     const passed = breaker.tryPass();
     this.#report();
     if (!passed) {
@@ -167,18 +202,75 @@ export class GuardedStore implements Store {
     return result;
   }
 
+  /** Whether no key maps to this shard any more: its last key now lives on another one. */
+  #orphaned(id: string, shard: Shard): boolean {
+    return this.shardOf(shard.lastKey) !== id;
+  }
+
   #report(): void {
     const state = this.state();
+    if (state !== 'closed') this.#schedule();
     if (state === this.#reported) return;
     this.#reported = state;
     this.onStateChange(state);
+  }
+
+  #schedule(): void {
+    if (this.#timer !== undefined || this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#tend();
+    }, this.coolDownMs).unref();
+  }
+
+  /** The timer's round: forgets orphaned breakers, probes idle open shards, reports the result. */
+  #tend(): void {
+    const now = this.#now();
+    for (const [id, shard] of this.#shards) {
+      const { breaker } = shard;
+      if (breaker.state === 'closed') continue;
+      if (this.#orphaned(id, shard)) {
+        this.#shards.delete(id);
+      } else if (
+        breaker.state === 'open' &&
+        breaker.msUntilProbe() === 0 &&
+        now - shard.askedAt >= this.coolDownMs
+      ) {
+        const key = probeKey(shard.lastKey);
+        if (this.shardOf(key) === id) {
+          // The outcome lands on the breaker (and in #report); nobody waits for it.
+          this.#call(breaker, tokenBucketRelease, key, PROBE, { background: true }).catch(() => {});
+        }
+      }
+    }
+    this.#report();
   }
 
   shardOf(key: string): string {
     return this.inner.shardOf?.(key) ?? '';
   }
 
+  /** Stops the probe timer (the limiter is closing); calls still pass through. */
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
   close(): Promise<void> {
+    this.stop();
     return this.inner.close();
   }
+}
+
+/**
+ * Returning nothing to a bucket that does not exist: the store reads the key and writes nothing,
+ * so the probe leaves no state behind.
+ */
+const PROBE = { rate: 1, periodMs: 1, burst: 1, tokens: 0 };
+
+/** A key in the same Cluster slot as `key` (same hash tag) that no limiter state uses. */
+function probeKey(key: string): string {
+  const end = key.startsWith('{') ? key.indexOf('}') : -1;
+  return `${end > 1 ? key.slice(0, end + 1) : `{${key}}`}:breaker-probe`;
 }

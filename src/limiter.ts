@@ -497,6 +497,7 @@ export class Limiter {
       for (const state of this.#pinned) state.returnUnused('closed');
       await this.#settle();
       await this.#failover.flush(); // what a fallback admitted, if the store is back
+      this.#failover.store.stop(); // no background breaker probes after close
       this.#telemetry.close();
     })();
     return this.#closing;

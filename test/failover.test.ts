@@ -131,6 +131,63 @@ describe('a store with shards (Redis Cluster nodes)', () => {
   });
 });
 
+describe('breaker state without traffic (issue 13 item 7)', () => {
+  /** A limiter on the real clock: the breaker's background round runs on timers. */
+  function live(store: FaultyStore) {
+    const limiter = new Limiter({
+      store,
+      policies: { p: { algorithm: 'token-bucket', rate: 100 } },
+      breaker: { coolDown: '50ms' },
+      sweepIntervalMs: 0,
+    });
+    open.push(limiter);
+    return limiter;
+  }
+  const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  async function until(check: () => boolean, ms: number): Promise<number> {
+    const start = Date.now();
+    while (!check() && Date.now() - start < ms) await delay(10);
+    return Date.now() - start;
+  }
+
+  it('probes an open shard after its cool-down with no request for it, and closes once it answers', async () => {
+    const store = new FaultyStore(new MemoryStore());
+    const limiter = live(store);
+    store.fault = 'down';
+    for (let i = 0; i < 3; i++) await limiter.consume('p', 'a');
+    expect(limiter.stats().breaker).toBe('open');
+    await delay(200);
+    expect(limiter.stats().breaker, 'still down: probes fail and it stays open').toBe('open');
+    const probes = store.calls;
+    expect(probes, 'probes were sent while idle').toBeGreaterThan(3);
+    store.fault = 'none';
+    const ms = await until(() => limiter.stats().breaker === 'closed', 2000);
+    expect(limiter.stats().breaker, `closed ${ms} ms after the store came back, without traffic`).toBe(
+      'closed',
+    );
+    await limiter.close();
+    const after = store.calls;
+    store.fault = 'down';
+    await delay(150);
+    expect(store.calls, 'no probes after close()').toBe(after);
+  });
+
+  it('forgets the breaker of a shard no key maps to any more (a failed-over Cluster master)', async () => {
+    const store = new FaultyStore(new MemoryStore());
+    let master = 'node-1';
+    store.shard = () => master;
+    store.faultyShard = 'node-1';
+    store.fault = 'down'; // node-1 never comes back
+    const limiter = live(store);
+    for (let i = 0; i < 3; i++) await limiter.consume('p', 'a');
+    expect(limiter.stats().breaker).toBe('open');
+    master = 'node-4'; // its replica is promoted: the slot now lives there
+    const ms = await until(() => limiter.stats().breaker === 'closed', 1000);
+    expect(limiter.stats().breaker, `closed after ${ms} ms`).toBe('closed');
+    expect((await limiter.consume('p', 'a')).source, 'served by the new master').not.toBe('fallback');
+  });
+});
+
 describe('fail policies of the other algorithms', () => {
   it.each([
     ['fixed-window', { algorithm: 'fixed-window', limit: 100, window: '1h' }],
