@@ -1,4 +1,4 @@
-import { type Duration, parseDuration } from './duration.js';
+import { type Duration, parseDuration, TIMED } from './duration.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
 import type { Operation, RunOptions, Store } from './stores/store.js';
 import { tokenBucketRelease } from './stores/tokenBucketOps.js';
@@ -39,7 +39,7 @@ export class CircuitBreaker {
       throw new ConfigError('breaker.failures', `expected an integer from 1 and up, got ${String(failures)}`);
     }
     this.failures = failures;
-    this.coolDownMs = parseDuration(options.coolDown ?? '250ms', 'breaker.coolDown');
+    this.coolDownMs = parseDuration(options.coolDown ?? '250ms', 'breaker.coolDown', TIMED);
     this.#now = now;
   }
 

@@ -1,5 +1,5 @@
 import { MONTH } from './algorithms/fixedWindow.js';
-import { type Duration, parseDuration } from './duration.js';
+import { type Duration, MAX_DURATION_MS, parseDuration, TIMED } from './duration.js';
 import { ConfigError } from './errors.js';
 
 /**
@@ -304,11 +304,6 @@ export type Rule =
 
 /** Token counts above this would lose whole tokens to double rounding. */
 const MAX_TOKENS = 1e15;
-/**
- * Longest a bucket may take to refill completely (about 31 years). It bounds the TTL of its key far
- * below what Redis can express, so a stored bucket always expires.
- */
-const MAX_REFILL_MS = 1e12;
 
 function positive(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
@@ -324,10 +319,11 @@ function tokens(value: unknown, field: string): number {
 }
 
 function refillTime(ms: number, field: string): number {
-  if (!(ms <= MAX_REFILL_MS)) {
+  // The same bound as every duration's: it keeps the bucket's TTL far below what Redis can express.
+  if (!(ms <= MAX_DURATION_MS)) {
     throw new ConfigError(
       field,
-      `the bucket would take ${ms} ms to refill; expected at most ${MAX_REFILL_MS} ms (about 31 years)`,
+      `the bucket would take ${ms} ms to refill; expected at most ${MAX_DURATION_MS} ms (about 31.7 years)`,
     );
   }
   return ms;
@@ -505,8 +501,8 @@ function slidingLog(name: string, raw: SlidingLogPolicy, field: string): Sliding
 
 function leakyBucket(name: string, raw: LeakyBucketPolicy, field: string): LeakyBucketRule {
   alwaysExact(raw.lease, field, 'leaky-bucket');
-  // 0 is allowed here (never wait), unlike durations elsewhere.
-  const maxWaitMs = raw.maxWait === 0 ? 0 : parseDuration(raw.maxWait ?? '1s', `${field}.maxWait`);
+  // 0 is allowed here (never wait), unlike durations elsewhere; `wait()` sleeps on a timer.
+  const maxWaitMs = raw.maxWait === 0 ? 0 : parseDuration(raw.maxWait ?? '1s', `${field}.maxWait`, TIMED);
   const rate = tokens(raw.rate, `${field}.rate`);
   const periodMs = parseDuration(raw.period ?? '1s', `${field}.period`);
   const burst = raw.burst === undefined ? 1 : tokens(raw.burst, `${field}.burst`);
