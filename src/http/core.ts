@@ -70,9 +70,13 @@ export interface RateLimitOptions<Req> {
   keyGenerator?: (req: Req) => Awaitable<string | undefined>;
   /** Requests for which this returns true are not counted and get no headers. */
   skip?: (req: Req) => Awaitable<boolean>;
-  /** Clients never limited: API keys, client keys, IPs, CIDR ranges, or a function of (req, client key). */
+  /**
+   * Clients never limited: client keys (what `keyGenerator` returns, or `apiKey=…` / `ip=…`), API
+   * keys listed in the plans file, IPs, CIDR ranges, or a function of (req, client key). A key entry
+   * never matches a raw API key header that nothing vouched for (anyone can send one).
+   */
   allowList?: readonly string[] | ((req: Req, key: string) => Awaitable<boolean>);
-  /** Clients always refused with 403 (waiting will not help): same forms as `allowList`. */
+  /** Clients always refused with 403 (waiting will not help): same forms as `allowList`, and raw API keys. */
   denyList?: readonly string[] | ((req: Req, key: string) => Awaitable<boolean>);
   /** @default 'draft-10' */
   standardHeaders?: StandardHeaders | false;
@@ -170,6 +174,8 @@ interface Peer {
 interface Identity extends Peer {
   client: string;
   plan: string | undefined;
+  /** The API key when the plans file lists it: a key the operator issued, not just any header. */
+  listedApiKey: string | undefined;
 }
 
 /** The rules a request meets, with the limiter check of each. */
@@ -307,7 +313,11 @@ export class RateLimitCore<Req> {
     const set = this.#ruleSet();
     const ids = identify(peer, set, custom);
     if (denyFn || set.deny.has(ids) || this.#deny.has(ids)) return this.#forbidden();
-    if (allowFn || set.allow.has(ids) || this.#allow.has(ids)) return NOTHING;
+    // Allow-listing is a privilege, so a key entry matches only an identity someone vouched for: the
+    // client key (keyGenerator's, a listed API key, the IP) or an API key the plans file lists —
+    // never a raw header any client can send. Deny lists match the raw header too.
+    const vouched = { client: ids.client, apiKey: ids.listedApiKey, ip: ids.ip };
+    if (allowFn || set.allow.has(vouched) || this.#allow.has(vouched)) return NOTHING;
     let plan: Plan;
     let decision: Decision | undefined;
     try {
@@ -531,7 +541,12 @@ function identify(
   const listed = peer.apiKey !== undefined ? set.keys.get(peer.apiKey) : undefined;
   const client =
     typeof custom === 'string' ? custom : listed !== undefined ? `apiKey=${peer.apiKey}` : `ip=${peer.ipKey}`;
-  return { apiKey: peer.apiKey, ip: peer.ip, ipKey: peer.ipKey, client, plan: listed ?? set.defaultPlan };
+  return {
+    ...peer,
+    client,
+    plan: listed ?? set.defaultPlan,
+    listedApiKey: listed !== undefined ? peer.apiKey : undefined,
+  };
 }
 
 function hasPolicy(limiter: Limiter, policy: string): boolean {

@@ -92,9 +92,9 @@ interface Compiled {
  *     rules:
  *       per-key: { rate: 100 }
  *       daily: { rate: 1000000, period: 1d, weighted: false, shadow: true }
- * keys: { k_live_42: pro }
+ * keys: { k_live_42: pro, k_monitoring: pro }
  * costs: { "POST /reports": 20 }
- * allow: [k_monitoring, 10.0.0.0/8]
+ * allow: [k_monitoring, 10.0.0.0/8]   # an API key here must be listed in keys
  * deny: [k_leaked]
  * ```
  */

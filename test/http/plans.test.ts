@@ -32,6 +32,7 @@ plans:
       daily: { rate: 1000, period: 1d, weighted: false }
 keys:
   k_pro: pro
+  k_monitor: pro
 costs:
   "POST /reports": 2
 allow: [k_monitor]
