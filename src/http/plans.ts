@@ -1,7 +1,17 @@
 import { createHash } from 'node:crypto';
-import { type FSWatcher, readFileSync, unwatchFile, watch, watchFile } from 'node:fs';
+import { type FSWatcher, readFileSync, statSync, unwatchFile, watch, watchFile } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import {
+  type Document,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseDocument,
+  visit,
+} from 'yaml';
 import { ConfigError, TokenleaseError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { compilePolicy, type PolicyConfig } from '../policy.js';
@@ -54,8 +64,10 @@ export interface WatchOptions {
   /** Receives the new policies (`limiter.setPolicies`) before requests see the new rules. */
   limiter: Limiter;
   /**
-   * Waits this long after the last change event before reading, so a file written in pieces is
-   * read once, whole.
+   * Waits this long after the last change event before reading, and a change goes live only once
+   * two reads this far apart agree (same content, size and mtime): a file caught while it is
+   * written in place, in pieces, is read again rather than applied half-written. Writing a new
+   * file and renaming it over the old one is atomic and always safe.
    * @default 100
    */
   debounceMs?: number;
@@ -105,6 +117,8 @@ export class Plans {
   #poller: (() => void) | undefined;
   #timer: NodeJS.Timeout | undefined;
   #watch: WatchOptions | undefined;
+  /** The first of two reads that must agree before a change goes live. */
+  #candidate: Snapshot | undefined;
 
   private constructor(source: string, compiled: Compiled) {
     this.source = source;
@@ -114,7 +128,9 @@ export class Plans {
   /** Reads and validates a plans file; throws `PlansError` naming the line and field. */
   static fromFile(path: string): Plans {
     const source = resolve(path);
-    return new Plans(source, compileFile(source));
+    const snapshot = read(source);
+    if (snapshot.error) throw snapshot.error;
+    return new Plans(source, compilePlans(snapshot.text, source));
   }
 
   /** Validates plans given as text (YAML or JSON); `source` names it in errors. */
@@ -145,7 +161,8 @@ export class Plans {
     this.#watch = options;
     const schedule = () => {
       clearTimeout(this.#timer);
-      this.#timer = setTimeout(() => this.reload(), debounce);
+      this.#candidate = undefined;
+      this.#timer = setTimeout(() => this.#settle(debounce), debounce);
     };
     if (options.pollIntervalMs !== undefined) {
       const interval = options.pollIntervalMs;
@@ -171,11 +188,29 @@ export class Plans {
    * live; a rejected file is reported to `onError` and changes nothing.
    */
   reload(): boolean {
-    const options = this.#watch;
-    if (!options) throw new ConfigError('limiter', 'call watch({ limiter }) before reload()');
+    if (!this.#watch) throw new ConfigError('limiter', 'call watch({ limiter }) before reload()');
+    return this.#apply(read(this.source));
+  }
+
+  /** The watcher's read: applies the file once two reads `interval` apart agree, else reads again. */
+  #settle(interval: number): void {
+    const snapshot = read(this.source);
+    const previous = this.#candidate;
+    if (previous === undefined || !sameSnapshot(previous, snapshot)) {
+      this.#candidate = snapshot;
+      this.#timer = setTimeout(() => this.#settle(interval), interval);
+      return;
+    }
+    this.#candidate = undefined;
+    this.#apply(snapshot);
+  }
+
+  #apply(snapshot: Snapshot): boolean {
+    const options = this.#watch!;
     let next: Compiled;
     try {
-      next = compileFile(this.source);
+      if (snapshot.error) throw snapshot.error;
+      next = compilePlans(snapshot.text, this.source);
     } catch (err) {
       this.#fail(err);
       return false;
@@ -196,6 +231,7 @@ export class Plans {
   /** Stops watching. Idempotent. */
   close(): void {
     clearTimeout(this.#timer);
+    this.#candidate = undefined;
     this.#watcher?.close();
     this.#watcher = undefined;
     if (this.#poller) unwatchFile(this.source, this.#poller);
@@ -212,14 +248,32 @@ export class Plans {
   }
 }
 
-function compileFile(source: string): Compiled {
-  let text: string;
+/** One read of the file: its text with the size and mtime it had, or why it could not be read. */
+type Snapshot =
+  | { readonly text: string; readonly stamp: string; readonly error?: undefined }
+  | { readonly text?: undefined; readonly stamp: string; readonly error: PlansError };
+
+function read(source: string): Snapshot {
   try {
-    text = readFileSync(source, 'utf8');
+    const before = statSync(source);
+    const text = readFileSync(source, 'utf8');
+    const after = statSync(source);
+    const stamp =
+      before.size === after.size && before.mtimeMs === after.mtimeMs
+        ? `${after.size}:${after.mtimeMs}`
+        : CHANGING;
+    return { text, stamp };
   } catch (err) {
-    throw new PlansError(source, `cannot read the plans file: ${(err as Error).message}`, { cause: err });
+    const message = `cannot read the plans file: ${(err as Error).message}`;
+    return { stamp: `error:${message}`, error: new PlansError(source, message, { cause: err }) };
   }
-  return compilePlans(text, source);
+}
+
+/** The stamp of a file written to while it was read: it agrees with no other read. */
+const CHANGING = 'changing';
+
+function sameSnapshot(a: Snapshot, b: Snapshot): boolean {
+  return a.stamp !== CHANGING && a.stamp === b.stamp && a.text === b.text;
 }
 
 function diff(before: Record<string, PolicyConfig>, after: Record<string, PolicyConfig>): PlansChange {
@@ -234,7 +288,9 @@ function diff(before: Record<string, PolicyConfig>, after: Record<string, Policy
 /** Parses and validates plans text; every error names its line and column. */
 function compilePlans(text: string, source: string): Compiled {
   const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: true });
+  // yaml's own `uniqueKeys` check compares each key with every earlier one (32k keys took 10 s):
+  // duplicates are found below in one pass instead.
+  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false, prettyErrors: true });
   const syntax = doc.errors[0];
   if (syntax) {
     const pos = syntax.linePos?.[0];
@@ -264,7 +320,21 @@ function compilePlans(text: string, source: string): Compiled {
     }
   };
 
-  const data: unknown = doc.toJS({ maxAliasCount: 100 });
+  const duplicate = firstDuplicateKey(doc);
+  if (duplicate?.range) {
+    const pos = lines.linePos(duplicate.range[0]);
+    throw new PlansError(source, 'Map keys must be unique (DUPLICATE_KEY)', {
+      line: pos.line,
+      column: pos.col,
+    });
+  }
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    // yaml throws a ReferenceError for an alias bomb ("Excessive alias count …").
+    throw new PlansError(source, `${(err as Error).message} (aliases expand to too much)`, { cause: err });
+  }
   const top = mapping(data, [], fail, 'the plans file');
   unknownFields(top, TOP_FIELDS, [], fail);
 
@@ -332,6 +402,28 @@ function compilePlans(text: string, source: string): Compiled {
     deny: at(['deny'], 'deny', () => new ClientList(top.deny, 'deny')),
   };
   return { digest: createHash('sha256').update(text).digest('hex'), policies, ruleSet };
+}
+
+/** The first key of any mapping that repeats an earlier key of the same mapping. */
+function firstDuplicateKey(doc: Document): Node | undefined {
+  let found: Node | undefined;
+  visit(doc, {
+    Map(_key, map) {
+      const seen = new Set<string>();
+      for (const pair of map.items) {
+        const key = pair.key;
+        const name = isScalar(key) ? `s:${String(key.value)}` : undefined;
+        if (name === undefined) continue;
+        if (seen.has(name)) {
+          found = key as Node;
+          return visit.BREAK;
+        }
+        seen.add(name);
+      }
+      return undefined;
+    },
+  });
+  return found;
 }
 
 function mapping(
