@@ -67,6 +67,19 @@ function scratch(name: string, ioredisDir: string): string {
   return dir;
 }
 
+/**
+ * Compiles one TypeScript file of a scratch project with tsc into out/ and runs the result with
+ * node; resolves to what it printed. `timeout` also proves the program exits by itself.
+ */
+async function compileAndRun(dir: string, file: string, module: string, env = process.env): Promise<string> {
+  const compilerOptions = { module, target: 'ES2022', strict: true, types: ['node'], outDir: 'out' };
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: [file] }));
+  await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: dir });
+  const output = join('out', file.replace(/\.cts$/, '.cjs').replace(/\.ts$/, '.js'));
+  const { stdout } = await run(process.execPath, [output], { cwd: dir, env, timeout: 10_000 });
+  return stdout;
+}
+
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'tokenlease-pack-'));
   const checkout = join(work, 'checkout');
@@ -144,16 +157,7 @@ describe('the packed package', () => {
         "const limiter = new Limiter({ policies: { p: { algorithm: 'token-bucket', rate: 1 } } });\n" +
         "limiter.consume('p', 'k').then(async (d) => { console.log(d.allowed); await limiter.close(); });\n",
     );
-    const compilerOptions = {
-      module: 'nodenext',
-      target: 'ES2022',
-      strict: true,
-      types: ['node'],
-      outDir: 'out',
-    };
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['main.cts'] }));
-    await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: dir });
-    const { stdout } = await run(process.execPath, ['out/main.cjs'], { cwd: dir });
+    const stdout = await compileAndRun(dir, 'main.cts', 'nodenext');
     expect(stdout.trim(), 'the CommonJS build ran').toBe('true');
   });
 
@@ -194,19 +198,9 @@ describe('the packed package', () => {
     const dir = scratch('use', 'ioredis');
     const use = samples.find((s) => s.doc === 'README.md')!;
     writeFileSync(join(dir, 'use.ts'), use.code);
-    const compilerOptions = {
-      module: 'node16',
-      target: 'ES2022',
-      strict: true,
-      types: ['node'],
-      outDir: 'out',
-    };
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['use.ts'] }));
-    await run(bin('tsc'), ['-p', 'tsconfig.json'], { cwd: dir });
-    const { stdout } = await run(process.execPath, ['out/use.js'], {
-      cwd: dir,
-      env: { ...process.env, REDIS_URL: inject('redisUrl') },
-      timeout: 10_000,
+    const stdout = await compileAndRun(dir, 'use.ts', 'node16', {
+      ...process.env,
+      REDIS_URL: inject('redisUrl'),
     });
     expect(stdout, 'the sample printed its decision').toMatch(/allowed: true/);
   });
