@@ -162,6 +162,7 @@ export type Outcome =
     } & RefusalBody);
 
 const NOTHING: Outcome = { action: 'next', headers: [], info: undefined };
+const GLOBAL: readonly [string, string] = ['global', '*'];
 
 /** What identifies the sender of a request, read once per request. */
 interface Peer {
@@ -304,14 +305,15 @@ export class RateLimitCore<Req> {
       ipKey: ip === undefined ? 'unknown' : this.#ip.group(ip),
       apiKey: readApiKey(view.headers, this.#apiKeyHeader),
     };
-    const provisional = identify(peer, this.#ruleSet(), custom);
+    const seen = this.#ruleSet();
+    const provisional = identify(peer, seen, custom);
     const allowFn = typeof o.allowList === 'function' && (await o.allowList(req, provisional.client));
     const denyFn = typeof o.denyList === 'function' && (await o.denyList(req, provisional.client));
     const cost = this.#cost(req);
 
     // From here to consume() nothing awaits, so a plans reload cannot swap policies underneath.
     const set = this.#ruleSet();
-    const ids = identify(peer, set, custom);
+    const ids = set === seen ? provisional : identify(peer, set, custom);
     if (denyFn || set.deny.has(ids) || this.#deny.has(ids)) return this.#forbidden();
     // Allow-listing is a privilege, so a key entry matches only an identity someone vouched for: the
     // client key (keyGenerator's, a listed API key, the IP) or an API key the plans file lists —
@@ -356,12 +358,15 @@ export class RateLimitCore<Req> {
     user: string | undefined,
     cost: number | undefined,
   ): Plan {
-    const planRules = ids.plan === undefined ? [] : (set.plans.get(ids.plan) ?? []);
+    const planRules = ids.plan === undefined ? undefined : set.plans.get(ids.plan);
+    const rules =
+      planRules === undefined || planRules.length === 0 ? set.rules : [...set.rules, ...planRules];
+    // Split only if a route table is consulted (SplitPaths is lazy): no routes, no costs, no cost.
     const paths = new SplitPaths([view.routePattern, view.path]);
-    const routeCost = set.costs.match(view.method, paths)?.value ?? 1;
+    const routeCost = cost === undefined ? (set.costs.match(view.method, paths)?.value ?? 1) : 1;
     const plan: Plan = { results: [], enforced: [], shadow: [], windows: new Map() };
     const route = `${view.method} ${view.routePattern ?? normalizePath(view.path)}`;
-    for (const rule of [...set.rules, ...planRules]) {
+    for (const rule of rules) {
       const routeMatch = rule.routes?.match(view.method, paths);
       if (rule.routes && !routeMatch) continue;
       const key = buildKey(
@@ -458,24 +463,23 @@ export class RateLimitCore<Req> {
     ids: Identity,
     user: string | undefined,
     route: string,
-  ): [string, string] {
-    const byIp: [string, string] = ['ip', ids.ipKey];
+  ): readonly [string, string] {
     switch (part) {
       case 'client':
         return ['client', ids.client];
       case 'apiKey':
-        return ids.apiKey === undefined ? byIp : ['apiKey', ids.apiKey];
+        return ids.apiKey === undefined ? ['ip', ids.ipKey] : ['apiKey', ids.apiKey];
       case 'user':
-        return typeof user === 'string' && user.length > 0 ? ['user', user] : byIp;
+        return typeof user === 'string' && user.length > 0 ? ['user', user] : ['ip', ids.ipKey];
       case 'ip':
-        return byIp;
+        return ['ip', ids.ipKey];
       case 'route':
         return ['route', route];
       case 'global':
-        return ['global', '*'];
+        return GLOBAL;
       default: {
         const value = part(req);
-        return typeof value === 'string' ? [`fn${index}`, value] : byIp;
+        return typeof value === 'string' ? [`fn${index}`, value] : ['ip', ids.ipKey];
       }
     }
   }

@@ -54,10 +54,7 @@ export function rateLimitHeaders(
   const shown = o.hideRemaining ? (refused ? states.filter((s) => s.violated) : []) : states;
   switch (o.standard) {
     case 'draft-10':
-      out.push([
-        'RateLimit-Policy',
-        states.map((s) => `${sfString(s.name)};q=${q(s)};w=${s.windowSeconds}`).join(', '),
-      ]);
+      out.push(['RateLimit-Policy', states.map(policyItem).join(', ')]);
       if (shown.length > 0)
         out.push(['RateLimit', shown.map((s) => `${sfString(s.name)};${serviceLimit(s)}`).join(', ')]);
       break;
@@ -117,12 +114,34 @@ function serviceLimit(s: RuleState, separator = ';'): string {
 }
 
 const q = (s: RuleState) => Math.floor(s.limit);
+
+/** Draft-10 `RateLimit-Policy` items by rule name, rebuilt only when the limit or window changes. */
+const policyItems = new Map<string, { q: number; w: number; item: string }>();
+
+function policyItem(s: RuleState): string {
+  const cached = policyItems.get(s.name);
+  if (cached !== undefined && cached.q === q(s) && cached.w === s.windowSeconds) return cached.item;
+  const item = `${sfString(s.name)};q=${q(s)};w=${s.windowSeconds}`;
+  policyItems.set(s.name, { q: q(s), w: s.windowSeconds, item });
+  return item;
+}
 const r = (s: RuleState) => Math.max(0, Math.floor(s.remaining));
 const reset = (s: RuleState) => s.resetSeconds ?? s.windowSeconds;
 
+/**
+ * Rule names quoted as Structured Field strings. Names come from the configuration (rules and plans
+ * files), so the cache stays as small as the configuration.
+ */
+const quoted = new Map<string, string>();
+
 /** A Structured Field string (RFC 8941): printable ASCII with `"` and `\` escaped. */
 function sfString(value: string): string {
-  return `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+  let s = quoted.get(value);
+  if (s === undefined) {
+    s = `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+    quoted.set(value, s);
+  }
+  return s;
 }
 
 /** Draft-8's partition key as express-rate-limit derives it: never the raw client key. */

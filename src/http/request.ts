@@ -40,9 +40,14 @@ export function readApiKey(headers: IncomingHttpHeaders, header: string): string
  * can never produce the same key.
  */
 export function buildKey(parts: readonly (readonly [string, string])[]): string {
-  return parts.map(([name, value]) => `${name}=${escapePart(value)}`).join('&');
+  let key = '';
+  for (const [name, value] of parts) key += `${key === '' ? '' : '&'}${name}=${escapePart(value)}`;
+  return key;
 }
 
+const RESERVED = /[%&=]/;
+
 function escapePart(value: string): string {
+  if (!RESERVED.test(value)) return value;
   return value.replace(/[%&=]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }

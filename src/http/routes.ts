@@ -22,12 +22,21 @@ export interface RouteMatch<T> {
 
 const METHOD = /^[A-Z]+$/;
 
-/** A request's paths split into segments once, for matching against several tables. */
+/**
+ * A request's paths split into segments once, for matching against several tables; split on first
+ * use, so a request that meets no route table (no routes, no costs) never pays for it.
+ */
 export class SplitPaths {
-  readonly segments: readonly (readonly string[])[];
+  readonly #paths: readonly (string | undefined)[];
+  #segments: readonly (readonly string[])[] | undefined;
 
   constructor(paths: readonly (string | undefined)[]) {
-    this.segments = paths.flatMap((p) => (p === undefined ? [] : [segmentsOf(p)]));
+    this.#paths = paths;
+  }
+
+  get segments(): readonly (readonly string[])[] {
+    this.#segments ??= this.#paths.flatMap((p) => (p === undefined ? [] : [segmentsOf(p)]));
+    return this.#segments;
   }
 }
 
@@ -82,7 +91,17 @@ function matches(p: Pattern<unknown>, segments: readonly string[]): boolean {
 
 /** The path as routing sees it (`//users//42/` -> `/users/42`), so variants share a `route` key. */
 export function normalizePath(path: string): string {
-  return `/${segmentsOf(path).join('/')}`;
+  return isNormal(path) ? path : `/${segmentsOf(path).join('/')}`;
+}
+
+/** Already what `normalizePath` makes of it: no escapes, no empty segments (most requests). */
+function isNormal(path: string): boolean {
+  return (
+    path.charCodeAt(0) === 47 /* / */ &&
+    !path.includes('%') &&
+    !path.includes('//') &&
+    (path.length === 1 || path.charCodeAt(path.length - 1) !== 47)
+  );
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   retryAfterSeconds,
   rolloutPosition,
 } from '../../src/http/index.js';
+import { normalizePath } from '../../src/http/routes.js';
 
 describe('ClientIp', () => {
   it.each([
@@ -144,6 +145,41 @@ describe('RouteTable', () => {
   });
 });
 
+describe('normalizePath', () => {
+  it.each([
+    ['/', '/'],
+    ['', '/'],
+    ['/a/b', '/a/b'],
+    ['/a/b/', '/a/b'],
+    ['//a//b', '/a/b'],
+    ['/%61/b', '/a/b'],
+    ['/a%2Fb', '/a%2Fb'],
+    ['a/b', '/a/b'],
+  ])('%j -> %j', (path, expected) => {
+    expect(normalizePath(path)).toBe(expected);
+  });
+
+  it('gives what decoding unreserved escapes, dropping empty segments and joining gives, for any path', () => {
+    const model = (path: string) => {
+      const decoded = path.replace(/%([0-9a-fA-F]{2})/g, (e, hex: string) => {
+        const c = String.fromCharCode(Number.parseInt(hex, 16));
+        return /[A-Za-z0-9\-._~]/.test(c) ? c : e;
+      });
+      return `/${decoded
+        .split('/')
+        .filter((x) => x !== '')
+        .join('/')}`;
+    };
+    const piece = fc.constantFrom('/', '//', 'a', 'users', '42', '%61', '%2F', '%7e', '%', '.', '-');
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 8 }), (pieces) => {
+        const path = pieces.join('');
+        expect(normalizePath(path)).toBe(model(path));
+      }),
+    );
+  });
+});
+
 describe('rate-limit headers', () => {
   const perKey: RuleState = {
     name: 'per-key',
@@ -172,6 +208,19 @@ describe('rate-limit headers', () => {
         ...extra,
       }),
     );
+
+  it('draft-10 follows a rule whose limit or window changes (setPolicies, calendar windows)', () => {
+    const policyOf = (s: RuleState) =>
+      Object.fromEntries(
+        rateLimitHeaders([s], s, { standard: 'draft-10', legacy: false, hideRemaining: false, now: 0 }),
+      )['RateLimit-Policy'];
+    expect(policyOf({ ...perKey, name: 'changing' })).toBe('"changing";q=100;w=1');
+    expect(policyOf({ ...perKey, name: 'changing', limit: 50 })).toBe('"changing";q=50;w=1');
+    expect(policyOf({ ...perKey, name: 'changing', limit: 50, windowSeconds: 2 })).toBe(
+      '"changing";q=50;w=2',
+    );
+    expect(policyOf({ ...perKey, name: 'say "hi"' })).toBe('"say \\"hi\\"";q=100;w=1');
+  });
 
   it('draft-10 lists every rule', () => {
     expect(headers('draft-10')).toEqual({
