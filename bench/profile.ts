@@ -56,6 +56,8 @@ export interface Profile {
     readonly warmMs: number;
     readonly connections: number;
   };
+  /** The HTTP layer's CPU in process (bench/adapter-cpu.ts): rounds, calls per side per round. */
+  readonly adapterCpu: { readonly rounds: number; readonly calls: number };
   /** bench/metrics-overhead.ts: rounds and decisions per side per round. */
   readonly metrics: { readonly rounds: number; readonly decisions: number };
   readonly memory: {
@@ -115,6 +117,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       connections: 50,
     },
     http: { contestants: HTTP, rounds: 5, ms: 1000, warmMs: 800, connections: 50, keys: [10_000] },
+    adapterCpu: { rounds: 11, calls: 100_000 },
     metrics: { rounds: 11, decisions: 100_000 },
     memory: { keys: [10_000, 100_000, 1_000_000], redisKeys: 10_000 },
   },
@@ -145,6 +148,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     latency: { contestants: REDIS_BACKED, ms: 2000, warmMs: 500 },
     adapter: { frameworks: ['node', 'express', 'fastify'], rounds: 3, ms: 500, warmMs: 500, connections: 50 },
     http: { contestants: HTTP, rounds: 3, ms: 500, warmMs: 300, connections: 50, keys: [10_000] },
+    adapterCpu: { rounds: 9, calls: 50_000 },
     metrics: { rounds: 9, decisions: 50_000 },
     memory: { keys: [10_000], redisKeys: 1_000 },
   },
@@ -187,6 +191,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       connections: 4,
       keys: [100],
     },
+    adapterCpu: { rounds: 1, calls: 1_000 },
     metrics: { rounds: 1, decisions: 2_000 },
     memory: { keys: [1_000], redisKeys: 50 },
   },

@@ -13,6 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { runAdapter } from './adapter.js';
+import { runAdapterCpu } from './adapter-cpu.js';
 import type { BenchContext } from './context.js';
 import { runHttp } from './http.js';
 import { runLatencyRedis } from './latency-redis.js';
@@ -33,6 +34,7 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<BenchOutput>> = {
   'fleet-redis': runFleetRedis,
   http: runHttp,
   adapter: runAdapter,
+  'adapter-cpu': runAdapterCpu,
   memory: runMemory,
 };
 

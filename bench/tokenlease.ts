@@ -39,4 +39,4 @@ export function entryPoint<T>(subpath: string): Promise<T> {
 
 export const { Limiter, MemoryStore, RedisStore } = built;
 export type Limiter = Tokenlease.Limiter;
-export type { Operation, PolicyConfig, Store } from '../src/index.js';
+export type { Check, Operation, PolicyConfig, Store } from '../src/index.js';

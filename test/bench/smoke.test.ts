@@ -28,6 +28,7 @@ describe('npm run bench -- --smoke', () => {
         'fleet-redis',
         'http',
         'adapter',
+        'adapter-cpu',
         'memory',
       ]),
     );
