@@ -14,6 +14,11 @@ export interface RequestView {
 
 /** The path of a request target: origin-form (`/a?b`) or absolute-form (`http://host/a?b`). */
 export function pathOf(target: string | undefined): string {
+  // Origin-form, what servers almost always get: the path is everything before `?` or `#`.
+  if (target !== undefined && target.charCodeAt(0) === 47 /* / */) {
+    const end = target.search(/[?#]/);
+    return end < 0 ? target : target.slice(0, end);
+  }
   let path = target ?? '/';
   const scheme = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(path);
   if (scheme) path = path.slice(scheme[0].length);
