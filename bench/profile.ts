@@ -156,8 +156,8 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     name: 'smoke',
     rounds: 1,
     micro: {
-      scenarios: SCENARIOS,
-      contestants: ['map-sync', 'map', 'tokenlease-memory', 'rlf-memory', 'tokenlease-redis'],
+      scenarios: ['hit', 'multi'],
+      contestants: ['map', 'tokenlease-memory', 'rlf-memory', 'tokenlease-redis'],
       roundMs: 10,
       warmMs: 5,
     },
@@ -184,7 +184,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
     latency: { contestants: ['tokenlease-redis'], ms: 50, warmMs: 20 },
     adapter: { frameworks: ['node'], rounds: 1, ms: 200, warmMs: 50, connections: 4 },
     http: {
-      contestants: ['none', 'map', 'tokenlease-redis'],
+      contestants: ['none', 'tokenlease-redis'],
       rounds: 1,
       ms: 200,
       warmMs: 50,
