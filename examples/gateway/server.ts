@@ -1,8 +1,10 @@
 // A small reverse proxy in front of an upstream, rate limited by the plans in plans.yaml.
 //   npm run example:gateway       (gateway on 127.0.0.1:8080, demo upstream on 127.0.0.1:8081)
 // Environment: PORT, UPSTREAM (an existing upstream URL instead of the demo one), PLANS (file),
-// REDIS_URL (share limits between several gateway processes through Redis).
-// GET /metrics: Prometheus metrics; GET /healthz: limiter.stats() as JSON (both answered by the gateway).
+// REDIS_URL (share limits between several gateway processes through Redis), KEY_PREFIX (of the
+// limiter's Redis keys, default 'tl:').
+// GET /metrics: Prometheus metrics; GET /healthz: limiter.stats() as JSON (both answered by the
+// gateway, never proxied or limited).
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -19,9 +21,13 @@ const plansFile = process.env.PLANS ?? fileURLToPath(new URL('./plans.yaml', imp
 
 const plans = Plans.fromFile(plansFile);
 const redis = process.env.REDIS_URL ? new Redis(process.env.REDIS_URL) : undefined;
+redis?.on('error', (err) => console.error('redis:', err.message));
+const store = redis
+  ? new RedisStore({ client: redis, prefix: process.env.KEY_PREFIX ?? 'tl:' })
+  : new MemoryStore();
 const registry = new Registry();
 const limiter = new Limiter({
-  store: redis ? new RedisStore({ client: redis }) : new MemoryStore(),
+  store,
   policies: plans.policies,
   observers: [
     prometheusObserver({ registry }),
@@ -49,7 +55,17 @@ const limit = rateLimit({
   onError: (err) => console.error('rate limiter:', err),
 });
 
-const upstream = new URL(process.env.UPSTREAM ?? (await startDemoUpstream()));
+const server = http.createServer((req, res) => {
+  proxy(req, res).catch((err) => {
+    console.error(err);
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
+  });
+});
+/** Keeps connections to the upstream open between requests; destroyed on shutdown. */
+const upstreamAgent = new http.Agent({ keepAlive: true });
+
+const upstream = new URL(process.env.UPSTREAM ?? (await startDemoUpstream().catch(exitWith)));
 
 /** Headers that describe one connection, not the message, and are not forwarded (RFC 9110 7.6.1). */
 const HOP_BY_HOP = new Set([
@@ -71,21 +87,27 @@ function forwardHeaders(headers: IncomingHttpHeaders, peer: string | undefined):
   return out;
 }
 
-/** The gateway's own endpoints; in production put them on a port only your monitoring reaches. */
+/**
+ * The gateway's own endpoints, whatever the method (HEAD gets the headers; others 405), so a probe
+ * never reaches the upstream or spends a client's limit. In production put them on a port only
+ * your monitoring reaches.
+ */
 async function admin(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-  if (req.method !== 'GET') return false;
+  if (req.url !== '/metrics' && req.url !== '/healthz') return false;
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { Allow: 'GET, HEAD' });
+    res.end();
+    return true;
+  }
   if (req.url === '/metrics') {
     const text = await registry.metrics();
     res.writeHead(200, { 'Content-Type': registry.contentType });
     res.end(text);
     return true;
   }
-  if (req.url === '/healthz') {
-    res.writeHead(200, { 'Content-Type': 'application/json' });
-    res.end(JSON.stringify(limiter.stats()));
-    return true;
-  }
-  return false;
+  res.writeHead(200, { 'Content-Type': 'application/json' });
+  res.end(JSON.stringify(limiter.stats()));
+  return true;
 }
 
 async function proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -98,6 +120,7 @@ async function proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
       method: req.method,
       path: req.url,
       headers: forwardHeaders(req.headers, req.socket.remoteAddress),
+      agent: upstreamAgent,
     },
     (answer) => {
       // The gateway's own rate-limit headers (already on res) win over the upstream's.
@@ -115,24 +138,49 @@ async function proxy(req: IncomingMessage, res: ServerResponse): Promise<void> {
   req.pipe(out);
 }
 
-const server = http.createServer((req, res) => {
-  proxy(req, res).catch((err) => {
-    console.error(err);
-    if (!res.headersSent) res.writeHead(500);
-    res.end();
-  });
-});
-server.listen(port, host, () => {
-  console.log(`gateway on http://${host}:${port} -> ${upstream.origin}, plans from ${plansFile}`);
-});
+await listen(server, port, 'port').catch(exitWith);
+console.log(`gateway on http://${host}:${port} -> ${upstream.origin}, plans from ${plansFile}`);
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, async () => {
-    plans.close();
-    server.close();
-    await limiter.close(); // hands leased tokens back to the store
-    await redis?.quit();
-    process.exit(0);
+  process.once(signal, () => void shutdown());
+}
+
+/**
+ * Stops taking requests, hands leased tokens back (limiter.close), then closes the store's own
+ * connection and the Redis client. Nothing is left open, so the process then exits by itself.
+ */
+async function shutdown(): Promise<void> {
+  plans.close();
+  const closed = new Promise((resolve) => server.close(resolve));
+  await limiter.close();
+  await store.close();
+  await redis?.quit();
+  await closed;
+  upstreamAgent.destroy();
+}
+
+/** Startup failed with a message for the operator: close what was opened and exit with 1. */
+async function exitWith(err: Error): Promise<never> {
+  console.error(`gateway: ${err.message}`);
+  process.exitCode = 1;
+  await shutdown();
+  process.exit();
+}
+
+/** Listens on host:port; a taken port is an error that says which and what to change, not a stack. */
+function listen(target: http.Server, at: number, what: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(`${what} ${at} on ${host} is already in use; set PORT to a free port`)
+          : err,
+      );
+    target.once('error', onError);
+    target.listen(at, host, () => {
+      target.off('error', onError);
+      resolve();
+    });
   });
 }
 
@@ -150,7 +198,7 @@ async function startDemoUpstream(): Promise<string> {
     );
   });
   const demoPort = port + 1;
-  await new Promise<void>((resolve) => demo.listen(demoPort, host, resolve));
+  await listen(demo, demoPort, 'demo upstream (PORT + 1) port');
   demo.unref();
   return `http://${host}:${demoPort}`;
 }
