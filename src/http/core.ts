@@ -1,7 +1,7 @@
 import type { Check, Decision } from '../decision.js';
 import { ConfigError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
-import { ClientIp, type TrustProxy } from './clientIp.js';
+import { ClientIp, parseHop, type TrustProxy } from './clientIp.js';
 import {
   type HeaderOptions,
   type RuleState,
@@ -59,15 +59,20 @@ export interface RateLimitOptions<Req> {
   apiKeyHeader?: string;
   /** The authenticated user of a request (e.g. `req => req.user?.id`), for rules `by: 'user'`. */
   user?: (req: Req) => string | undefined;
-  /** @default false (see `TrustProxy`) */
+  /**
+   * Which peers may name the client in `X-Forwarded-For` (see `TrustProxy`).
+   * @default the framework's own setting (Express `trust proxy`, Fastify `trustProxy`): the
+   * address it resolved; `false` for node:http
+   */
   trustProxy?: TrustProxy;
   /** @default 64 */
   ipv6Subnet?: number | false;
   /**
-   * The client identity (`by: 'client'`). Undefined falls back to the default.
+   * The client identity (`by: 'client'`); a number counts as its decimal string. Undefined falls
+   * back to the default.
    * @default with `plans`: the API key when it is listed, else the IP; without: the IP
    */
-  keyGenerator?: (req: Req) => Awaitable<string | undefined>;
+  keyGenerator?: (req: Req) => Awaitable<string | number | undefined>;
   /** Requests for which this returns true are not counted and get no headers. */
   skip?: (req: Req) => Awaitable<boolean>;
   /**
@@ -78,8 +83,8 @@ export interface RateLimitOptions<Req> {
   allowList?: readonly string[] | ((req: Req, key: string) => Awaitable<boolean>);
   /** Clients always refused with 403 (waiting will not help): same forms as `allowList`, and raw API keys. */
   denyList?: readonly string[] | ((req: Req, key: string) => Awaitable<boolean>);
-  /** @default 'draft-10' */
-  standardHeaders?: StandardHeaders | false;
+  /** `true` is `'draft-6'`, as in express-rate-limit. @default 'draft-10' */
+  standardHeaders?: StandardHeaders | boolean;
   /** `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix time in seconds). @default false */
   legacyHeaders?: boolean;
   /**
@@ -135,7 +140,10 @@ export interface RateLimitInfo {
   /** The rule reported in single-limit headers: the one that refused, or the closest to refusing. */
   policy: string;
   limit: number;
+  /** Tokens of the reported rule's limit spent, this request included (refused or not). */
   used: number;
+  /** `used`, hidden from iteration and JSON (express-rate-limit's deprecated name). */
+  readonly current?: number;
   remaining: number;
   /** When the reported rule is fully replenished. */
   resetTime: Date;
@@ -201,6 +209,7 @@ export class RateLimitCore<Req> {
   readonly #now: () => number;
   readonly #allow: ClientList;
   readonly #deny: ClientList;
+  readonly #standard: StandardHeaders | false;
 
   constructor(options: RateLimitOptions<Req>, view: (req: Req) => RequestView) {
     if (typeof options !== 'object' || options === null)
@@ -212,6 +221,7 @@ export class RateLimitCore<Req> {
     this.#o = o;
     this.#view = view;
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
+    this.#standard = o.standardHeaders === true ? 'draft-6' : (o.standardHeaders ?? 'draft-10');
     this.#apiKeyHeader = (o.apiKeyHeader ?? 'x-api-key').toLowerCase();
     this.#now = o.now ?? Date.now;
     if (o.plans !== undefined) {
@@ -271,11 +281,10 @@ export class RateLimitCore<Req> {
     if (!Number.isInteger(status) || status < 400 || status > 599) {
       throw new ConfigError('statusCode', `expected an HTTP error status (400-599), got ${String(status)}`);
     }
-    const standard = o.standardHeaders ?? 'draft-10';
-    if (![false, 'draft-10', 'draft-8', 'draft-7', 'draft-6'].includes(standard)) {
+    if (![false, 'draft-10', 'draft-8', 'draft-7', 'draft-6'].includes(this.#standard)) {
       throw new ConfigError(
         'standardHeaders',
-        `expected 'draft-10', 'draft-8', 'draft-7', 'draft-6' or false, got ${JSON.stringify(standard)}`,
+        `expected 'draft-10', 'draft-8', 'draft-7', 'draft-6', true or false, got ${JSON.stringify(o.standardHeaders)}`,
       );
     }
     const format = o.responseFormat ?? 'json';
@@ -299,7 +308,11 @@ export class RateLimitCore<Req> {
     const view = this.#view(req);
     const custom = o.keyGenerator ? await o.keyGenerator(req) : undefined;
     const user = o.user?.(req);
-    const ip = this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
+    // Without our own trustProxy, the framework's resolved address (its trust proxy setting) counts.
+    const ip =
+      o.trustProxy === undefined && view.clientAddress !== undefined
+        ? (parseHop(view.clientAddress) ?? parseHop(view.remoteAddress))
+        : this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
     const peer: Peer = {
       ip,
       ipKey: ip === undefined ? 'unknown' : this.#ip.group(ip),
@@ -405,7 +418,7 @@ export class RateLimitCore<Req> {
     const shadowExceeded = results
       .filter((r) => !r.enforced && r.decision?.allowed === false)
       .map((r) => r.name);
-    const states = enforced.map((r) => state(r, windows.get(r)!));
+    const states = enforced.map((r) => state(r, windows.get(r)!, ids.client));
     const retryAfter = refused ? retryAfterSeconds(states) : undefined;
     if (retryAfter !== undefined) {
       // t of a rule that did not refuse never points past Retry-After: by then it has refilled some.
@@ -414,21 +427,23 @@ export class RateLimitCore<Req> {
     const primaryResult = primary(enforced) ?? primary(results.filter((r) => r.decision));
     if (primaryResult === undefined) return NOTHING;
     const d = primaryResult.decision!;
+    const used = Math.max(0, d.limit - d.remaining) + (d.allowed ? 0 : primaryResult.cost);
     const info: RateLimitInfo = {
       allowed: !refused,
       key: ids.client,
       plan: ids.plan,
       policy: primaryResult.name,
       limit: d.limit,
-      used: Math.max(0, d.limit - d.remaining),
+      used,
       remaining: d.remaining,
       resetTime: new Date(now + d.resetMs),
       retryAfterMs: d.retryAfterMs,
       rules: results,
       shadowExceeded,
     };
+    Object.defineProperty(info, 'current', { value: used, enumerable: false });
     const headerOptions: HeaderOptions = {
-      standard: o.standardHeaders ?? 'draft-10',
+      standard: this.#standard,
       legacy: o.legacyHeaders ?? false,
       hideRemaining: this.#hide?.(req, view) ?? false,
       now,
@@ -441,7 +456,9 @@ export class RateLimitCore<Req> {
       return { action: 'next', headers, info };
     }
     this.#call(o.onExceeded, req, info);
-    if (retryAfter !== undefined) headers.push(['Retry-After', String(retryAfter)]);
+    // As express-rate-limit: with every rate-limit header off, Retry-After is off too.
+    const anyHeaders = this.#standard !== false || headerOptions.legacy;
+    if (retryAfter !== undefined && anyHeaders) headers.push(['Retry-After', String(retryAfter)]);
     const violated = states.filter((s) => s.violated).map((s) => s.name);
     const status = o.statusCode ?? 429;
     const message =
@@ -540,11 +557,17 @@ export class RateLimitCore<Req> {
 function identify(
   peer: Peer,
   set: Pick<RuleSet<unknown>, 'keys' | 'defaultPlan'>,
-  custom: string | undefined,
+  custom: string | number | undefined,
 ): Identity {
   const listed = peer.apiKey !== undefined ? set.keys.get(peer.apiKey) : undefined;
   const client =
-    typeof custom === 'string' ? custom : listed !== undefined ? `apiKey=${peer.apiKey}` : `ip=${peer.ipKey}`;
+    typeof custom === 'string'
+      ? custom
+      : typeof custom === 'number' && Number.isFinite(custom)
+        ? String(custom)
+        : listed !== undefined
+          ? `apiKey=${peer.apiKey}`
+          : `ip=${peer.ipKey}`;
   return {
     ...peer,
     client,
@@ -562,13 +585,14 @@ function hasPolicy(limiter: Limiter, policy: string): boolean {
   }
 }
 
-function state(r: RuleResult, windowSeconds: number): RuleState {
+function state(r: RuleResult, windowSeconds: number, client: string): RuleState {
   const d = r.decision!;
   const violated = !d.allowed;
   const ms = violated ? d.retryAfterMs : d.resetMs;
   return {
     name: r.name,
-    key: r.key,
+    // A rule by client alone is partitioned by the client key itself (as express-rate-limit hashes it).
+    key: r.key === buildKey([['client', client]]) ? client : r.key,
     limit: d.limit,
     windowSeconds,
     remaining: violated ? 0 : d.remaining,

@@ -1,9 +1,19 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { ConfigError } from '../errors.js';
+import { Limiter } from '../limiter.js';
+import type { WindowLeaseOptions } from '../policy.js';
+import { MemoryStore } from '../stores/memoryStore.js';
+import type { Store } from '../stores/store.js';
+import { ipKey, parseHop } from './clientIp.js';
 import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
+import { Checks, type Logger, type ValidateOptions } from './expressChecks.js';
+import type { StandardHeaders } from './headers.js';
 import type { Refusal } from './node.js';
-import { pathOf, type RequestView } from './request.js';
+import { buildKey, pathOf, type RequestView } from './request.js';
 
+export { MemoryStore } from '../stores/memoryStore.js';
 export type { RateLimitInfo } from './core.js';
+export type { Logger, ValidateOptions } from './expressChecks.js';
 export type { Refusal } from './node.js';
 
 declare global {
@@ -15,45 +25,463 @@ declare global {
   }
 }
 
-export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
+type Awaitable<T> = T | Promise<T>;
+/** express-rate-limit's callback shape: a value from the request and the response. */
+export type ValueDeterminingMiddleware<T> = (req: Request, res: Response) => Awaitable<T>;
+
+/** The options as resolved, with the refusal: the 4th argument of `handler`. */
+export type HandlerOptions = ExpressRateLimitOptions & Refusal & { statusCode: number };
+
+export interface ExpressRateLimitOptions
+  extends Omit<
+    RateLimitOptions<Request>,
+    'limiter' | 'keyGenerator' | 'skip' | 'message' | 'standardHeaders' | 'legacyHeaders'
+  > {
   /**
-   * Sends the refusal (as in express-rate-limit; the rate-limit headers and `Retry-After` are
-   * already set).
-   * @default res.status(refusal.status).type(refusal.contentType).json(refusal.body)
+   * The limiter holding the policies `rules` name. Without it the middleware takes
+   * express-rate-limit's options and builds its own (see `windowMs`).
    */
-  handler?: (req: Request, res: Response, next: NextFunction, refusal: Refusal) => void;
+  limiter?: Limiter;
+  /**
+   * Without `limiter`: the window of the fixed-window policy built from `windowMs` and `limit`
+   * (windows open at a client's first request, as in express-rate-limit).
+   * @default 60_000
+   */
+  windowMs?: number;
+  /**
+   * Without `limiter`: requests per window and client, or a function of the request (each value
+   * gets its own policy). 0 refuses everything.
+   * @default 5
+   */
+  limit?: number | ValueDeterminingMiddleware<number>;
+  /** express-rate-limit's old name of `limit`. */
+  max?: number | ValueDeterminingMiddleware<number>;
+  /** Without `limiter`: where the counts live (a `RedisStore` to share them). @default new MemoryStore() */
+  store?: Store;
+  /**
+   * Without `limiter`: leasing of the built policy. Exact by default, as express-rate-limit counts;
+   * leasing saves store calls for large limits at the accuracy docs/accuracy.md describes.
+   * @default 'exact'
+   */
+  lease?: WindowLeaseOptions | 'exact';
+  /** Without `limiter`: the quota name of draft-8 headers. @default e.g. `'5-in-1min'` */
+  identifier?: string;
+  /**
+   * The client identity; a number counts as its string.
+   * @default without `limiter`: `ipKeyGenerator(req.ip, ipv6Subnet)`; with one, the IP as `ip=…`
+   */
+  keyGenerator?: ValueDeterminingMiddleware<string | number | undefined>;
+  /** Requests for which this returns true are not counted and get no headers. */
+  skip?: ValueDeterminingMiddleware<boolean>;
+  /**
+   * The body of a refusal, sent with `res.send` (a string as is, an object as JSON), or a function
+   * of `(req, res)` returning one (awaited).
+   * @default without `limiter`: 'Too many requests, please try again later.'; with one, a JSON
+   * body saying when to retry
+   */
+  message?: unknown;
+  /**
+   * Sends the refusal; the rate-limit headers and `Retry-After` are already set. The 4th argument
+   * is the options (with `statusCode`) and the refusal (`status`, `reason`, `body`, `info`, …).
+   * @default sends `message`
+   */
+  handler?: (req: Request, res: Response, next: NextFunction, options: HandlerOptions) => unknown;
+  /** `true` is `'draft-6'`. @default without `limiter`: false; with one, 'draft-10' */
+  standardHeaders?: StandardHeaders | boolean;
+  /** `X-RateLimit-*`. @default without `limiter`: true; with one, false */
+  legacyHeaders?: boolean;
+  /** Gives back what a request took once its response says it succeeded. @default false */
+  skipSuccessfulRequests?: boolean;
+  /** Gives back what a request took once its response failed, errored or was aborted. @default false */
+  skipFailedRequests?: boolean;
+  /** What counts as success for the two options above. @default res.statusCode < 400 */
+  requestWasSuccessful?: ValueDeterminingMiddleware<boolean>;
   /** @default 'rateLimit' */
   requestPropertyName?: string;
+  /** express-rate-limit's misconfiguration warnings (see `CheckName`). @default true */
+  validate?: ValidateOptions;
+  /** Receives those warnings. @default process.emitWarning */
+  logger?: Logger;
 }
+
+/** The middleware, with express-rate-limit's `resetKey`. */
+export type RateLimitRequestHandler = RequestHandler & {
+  /** Forgets a client key (what `keyGenerator` returns) in every rule that counts by client alone. */
+  resetKey(key: string): Promise<void>;
+};
+
+const DEFAULT_MESSAGE = 'Too many requests, please try again later.';
+
+const PEER_OPTIONS = [
+  'windowMs',
+  'limit',
+  'max',
+  'store',
+  'lease',
+  'identifier',
+  'message',
+  'statusCode',
+  'legacyHeaders',
+  'standardHeaders',
+  'requestPropertyName',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
+  'keyGenerator',
+  'ipv6Subnet',
+  'handler',
+  'skip',
+  'passOnStoreError',
+  'validate',
+  'logger',
+];
+const NATIVE_OPTIONS = [
+  'limiter',
+  'rules',
+  'plans',
+  'costs',
+  'cost',
+  'apiKeyHeader',
+  'user',
+  'trustProxy',
+  'allowList',
+  'denyList',
+  'hideRemaining',
+  'responseFormat',
+  'onExceeding',
+  'onExceeded',
+  'onShadowExceeded',
+  'onError',
+  'now',
+];
 
 /**
  * Express 5 middleware. Express itself is never imported: this module only shapes its types.
  *
+ * With a `limiter`, it applies `rules` from it. Without one it is express-rate-limit: the same
+ * options and defaults (`windowMs`, `limit`, `message`, `legacyHeaders`, …) on a fixed-window
+ * policy whose windows open at a client's first request, counted in `store`.
+ *
  * ```ts
  * app.use(rateLimit({ limiter, rules: [{ policy: 'per-key', by: 'apiKey' }] }));
+ * app.use(rateLimit({ windowMs: 15 * 60 * 1000, limit: 100, store: new RedisStore({ client }) }));
  * ```
  */
-export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
-  const core = new RateLimitCore(options, expressView);
-  const property = options.requestPropertyName ?? 'rateLimit';
-  return async (req, res, next) => {
-    const outcome = await core.check(req);
-    (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
-    if (!res.headersSent) for (const [name, value] of outcome.headers) res.setHeader(name, value);
-    if (outcome.action === 'next') return next();
-    if (options.handler) return options.handler(req, res, next, outcome);
-    res.status(outcome.status).type(outcome.contentType).send(JSON.stringify(outcome.body));
+export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitRequestHandler {
+  if (typeof passed !== 'object' || passed === null) throw new ConfigError('options', 'expected an object');
+  // As express-rate-limit: an option set to undefined is an option not set.
+  const o = Object.fromEntries(
+    Object.entries(passed).filter(([, v]) => v !== undefined),
+  ) as ExpressRateLimitOptions;
+  if (
+    o.logger !== undefined &&
+    (typeof o.logger?.error !== 'function' || typeof o.logger.warn !== 'function')
+  ) {
+    throw new ConfigError('logger', 'expected an object with error() and warn() methods');
+  }
+  if (o.store !== undefined && typeof o.store?.run !== 'function') {
+    throw new ConfigError(
+      'store',
+      'expected a tokenlease store (MemoryStore, RedisStore or one keeping the Store contract)',
+    );
+  }
+  const checks = new Checks(o.validate, o.logger);
+  checks.knownOptions(passed, [...PEER_OPTIONS, ...NATIVE_OPTIONS]);
+  checks.creationStack();
+  const peer = o.limiter === undefined;
+  const resolved = peer ? peerOptions(o) : o;
+  const cores = peer ? new PeerCores(resolved, o) : undefined;
+  const native = cores ? undefined : core(resolved);
+  const property = resolved.requestPropertyName ?? 'rateLimit';
+  const skipOn = resolved.skipSuccessfulRequests || resolved.skipFailedRequests;
+
+  const middleware = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      // Listen before anything awaits, so an early close or error is not missed.
+      const settled = skipOn ? responseSettled(res) : undefined;
+      if (resolved.skip && (await resolved.skip(req, res))) return next();
+      if (o.keyGenerator === undefined && o.trustProxy === undefined) checkProxySetting(checks, req);
+      const limit = cores ? await cores.limit(req, res) : undefined;
+      if (limit === 0) return await refuseAll(req, res, next, resolved, property);
+      const c = cores ? cores.for(limit!) : native!;
+      const outcome = await c.core.check(req);
+      (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
+      if (!res.headersSent) setHeaders(res, outcome.headers);
+      if (outcome.action === 'next') {
+        if (settled && outcome.info) giveBackWhen(settled, req, res, resolved, c.limiter, outcome.info);
+        return next();
+      }
+      const handler = resolved.handler ?? sendRefusal;
+      await handler(req, res, next, { ...resolved, ...outcome, statusCode: outcome.status });
+    } catch (err) {
+      next(err);
+    }
   };
+  const resetKey = async (key: string) => {
+    const all = cores ? cores.all() : [native!];
+    await Promise.all(all.map((c) => c.resetKey(key)));
+  };
+  return Object.assign(middleware as RequestHandler, { resetKey });
 }
+
+export default rateLimit;
 
 /** What the limiter reads from an Express request; the route pattern once a route matched. */
 export function expressView(req: Request): RequestView {
   const routePath: unknown = req.route?.path;
   return {
     method: req.method,
-    path: pathOf(req.originalUrl),
+    path: pathOf(req.originalUrl ?? req.url),
     routePattern: typeof routePath === 'string' ? `${req.baseUrl}${routePath}` : undefined,
     headers: req.headers,
-    remoteAddress: req.socket.remoteAddress,
+    remoteAddress: req.socket?.remoteAddress,
+    clientAddress: req.ip,
   };
+}
+
+/**
+ * express-rate-limit's key of an address: IPv4 as is, IPv4-mapped IPv6 as IPv4, other IPv6 as its
+ * `/ipv6Subnet` network (`2001:db8:1234:5600::/56`), or canonically written with `false`.
+ */
+export function ipKeyGenerator(ip: string, ipv6Subnet: number | false = 56): string {
+  const address = parseHop(ip);
+  return address === undefined ? ip : ipKey(address, ipv6Subnet);
+}
+
+interface BoundCore {
+  core: RateLimitCore<Request>;
+  limiter: Limiter;
+  resetKey(key: string): Promise<void>;
+}
+
+function core(o: ExpressRateLimitOptions): BoundCore {
+  const limiter = o.limiter!;
+  const { keyGenerator, skip: _skip, message: _message, ...rest } = o;
+  const c = new RateLimitCore<Request>(
+    {
+      ...rest,
+      limiter,
+      // Express requests carry their response: the callbacks get express-rate-limit's (req, res).
+      keyGenerator: keyGenerator && ((req) => keyGenerator(req, req.res!)),
+    },
+    expressView,
+  );
+  // Rules by client alone are the ones a client key names.
+  const resettable = (o.rules ?? []).filter(
+    (r) =>
+      r.by === undefined ||
+      r.by === 'client' ||
+      (Array.isArray(r.by) && r.by.length === 1 && r.by[0] === 'client'),
+  );
+  return {
+    core: c,
+    limiter,
+    resetKey: async (key) => {
+      await Promise.all(resettable.map((r) => limiter.reset(r.policy, buildKey([['client', key]]))));
+    },
+  };
+}
+
+/** express-rate-limit's defaults, and its `windowMs`/`limit` as a policy of a limiter of our own. */
+function peerOptions(o: ExpressRateLimitOptions): ExpressRateLimitOptions {
+  const windowMs = o.windowMs ?? 60_000;
+  if (!(typeof windowMs === 'number' && Number.isFinite(windowMs) && windowMs > 0)) {
+    throw new ConfigError('windowMs', `expected a positive number of milliseconds, got ${String(windowMs)}`);
+  }
+  const subnet = o.ipv6Subnet ?? 56;
+  return {
+    message: DEFAULT_MESSAGE,
+    legacyHeaders: true,
+    standardHeaders: false,
+    keyGenerator: (req: Request) => ipKeyGenerator(req.ip ?? req.socket?.remoteAddress ?? 'unknown', subnet),
+    ...o,
+    windowMs,
+  };
+}
+
+/** One core per limit value (`limit` may be a function of the request), on one limiter. */
+class PeerCores {
+  readonly #o: ExpressRateLimitOptions;
+  #limiter: Limiter | undefined;
+  readonly #cores = new Map<number, BoundCore>();
+  readonly #limit: number | ValueDeterminingMiddleware<number>;
+
+  constructor(o: ExpressRateLimitOptions, raw: ExpressRateLimitOptions) {
+    this.#o = o;
+    this.#limit = raw.limit ?? raw.max ?? 5;
+    // A fixed limit is checked, and its policy built, before the first request.
+    if (typeof this.#limit === 'number' && checkLimit(this.#limit) > 0) this.for(this.#limit);
+  }
+
+  async limit(req: Request, res: Response): Promise<number> {
+    return checkLimit(typeof this.#limit === 'function' ? await this.#limit(req, res) : this.#limit);
+  }
+
+  for(limit: number): BoundCore {
+    let c = this.#cores.get(limit);
+    if (c) return c;
+    const policy = `limit-${limit}`;
+    const windowMs = this.#o.windowMs!;
+    const policies = Object.fromEntries(
+      [...this.#cores.keys(), limit].map((n) => [`limit-${n}`, this.#policy(n)]),
+    );
+    // A limiter needs a policy, and a limit function names its values only as requests come.
+    if (this.#limiter) this.#limiter.setPolicies(policies);
+    else this.#limiter = new Limiter({ store: this.#o.store ?? new MemoryStore(), policies });
+    const { windowMs: _w, limit: _l, max: _m, store: _s, lease: _le, identifier, ...rest } = this.#o;
+    c = core({
+      ...rest,
+      limiter: this.#limiter,
+      rules: [{ policy, by: 'client', name: identifier ?? `${limit}-in-${duration(windowMs)}` }],
+    });
+    this.#cores.set(limit, c);
+    return c;
+  }
+
+  all(): BoundCore[] {
+    return [...this.#cores.values()];
+  }
+
+  #policy(limit: number) {
+    return {
+      algorithm: 'fixed-window' as const,
+      limit,
+      window: this.#o.windowMs!,
+      anchor: 'first-hit' as const,
+      lease: this.#o.lease ?? 'exact',
+    };
+  }
+}
+
+function checkLimit(limit: unknown): number {
+  if (typeof limit !== 'number' || !Number.isFinite(limit) || limit < 0) {
+    throw new ConfigError('limit', `expected a number of requests (0 or more), got ${String(limit)}`);
+  }
+  return limit;
+}
+
+/** express-rate-limit's quota name: `5-in-1min`, `6-in-1hr`, `8-in-2days`. */
+function duration(windowMs: number): string {
+  const seconds = windowMs / 1000;
+  const minutes = seconds / 60;
+  const hours = minutes / 60;
+  const days = hours / 24;
+  if (seconds < 60) return `${seconds}sec`;
+  if (minutes < 60) return `${minutes}min`;
+  if (hours < 24) return `${hours}hr${hours > 1 ? 's' : ''}`;
+  return `${days}day${days > 1 ? 's' : ''}`;
+}
+
+/** Stacked limiters add their entries to the list headers (draft-8/10) instead of replacing them. */
+const LIST_HEADERS = new Set(['ratelimit', 'ratelimit-policy']);
+
+function setHeaders(res: Response, headers: readonly [string, string][]): void {
+  const structured = headers.some(([n, v]) => n === 'RateLimit-Policy' && v.startsWith('"'));
+  for (const [name, value] of headers) {
+    if (structured && LIST_HEADERS.has(name.toLowerCase()) && res.getHeader(name) !== undefined) {
+      res.append(name, value);
+    } else {
+      res.setHeader(name, value);
+    }
+  }
+}
+
+/** express-rate-limit's default handler: `message` (awaited when a function) with the status. */
+async function sendRefusal(
+  req: Request,
+  res: Response,
+  _next: NextFunction,
+  o: HandlerOptions,
+): Promise<void> {
+  res.status(o.statusCode);
+  if (o.message === undefined || o.reason !== 'limited') {
+    res.type(o.contentType).send(JSON.stringify(o.body));
+    return;
+  }
+  const message: unknown =
+    typeof o.message === 'function'
+      ? await (o.message as ValueDeterminingMiddleware<unknown>)(req, res)
+      : o.message;
+  if (!res.writableEnded) res.send(message);
+}
+
+/** `limit: 0`: every request is refused, and none is counted. */
+async function refuseAll(
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  o: ExpressRateLimitOptions,
+  property: string,
+): Promise<void> {
+  const info = {
+    limit: 0,
+    used: 1,
+    remaining: 0,
+    resetTime: new Date(),
+    key: '',
+  } as unknown as RateLimitInfo;
+  (req as unknown as Record<string, RateLimitInfo>)[property] = info;
+  const refusal: Refusal = {
+    action: 'refuse',
+    reason: 'limited',
+    status: o.statusCode ?? 429,
+    headers: [],
+    info,
+    retryAfter: undefined,
+    contentType: 'application/json; charset=utf-8',
+    body: { error: 'rate_limited', message: DEFAULT_MESSAGE, policies: [] },
+  };
+  await (o.handler ?? sendRefusal)(req, res, next, { ...o, ...refusal, statusCode: refusal.status });
+}
+
+type Settled = Promise<'finish' | 'close' | 'error'>;
+
+/** How the response ended: finished, closed before finishing (aborted), or errored. */
+function responseSettled(res: Response): Settled {
+  return new Promise((resolve) => {
+    res.once('finish', () => resolve('finish'));
+    res.once('close', () => resolve(res.writableEnded ? 'finish' : 'close'));
+    res.once('error', () => resolve('error'));
+  });
+}
+
+/** skipSuccessfulRequests / skipFailedRequests: refunds every enforced rule once the outcome is known. */
+function giveBackWhen(
+  settled: Settled,
+  req: Request,
+  res: Response,
+  o: ExpressRateLimitOptions,
+  limiter: Limiter,
+  info: RateLimitInfo,
+): void {
+  const succeeded = o.requestWasSuccessful ?? ((_req: Request, r: Response) => r.statusCode < 400);
+  void settled
+    .then(async (how) => {
+      const success = how === 'finish' && (await succeeded(req, res));
+      if (success ? !o.skipSuccessfulRequests : !o.skipFailedRequests) return;
+      const rules = info.rules.filter((r) => r.enforced && r.decision?.allowed);
+      await Promise.all(rules.map((r) => limiter.refund(r.policy, r.key, r.cost)));
+    })
+    .catch((err: unknown) => {
+      if (o.onError) o.onError(err, req);
+      else
+        process.emitWarning(err instanceof Error ? err : new Error(String(err)), { code: 'TOKENLEASE_HTTP' });
+    });
+}
+
+/** The proxy checks of express-rate-limit's default key generator: they matter when the IP is the key. */
+function checkProxySetting(checks: Checks, req: Request): void {
+  const trust: unknown = req.app?.get?.('trust proxy');
+  checks.check(
+    'trustProxy',
+    () => trust === true,
+    () =>
+      "the Express 'trust proxy' setting is true, which allows anyone to trivially bypass IP-based rate limiting.",
+  );
+  checks.check(
+    'xForwardedForHeader',
+    () => req.headers['x-forwarded-for'] !== undefined && trust === false,
+    () =>
+      "the 'X-Forwarded-For' header is set but the Express 'trust proxy' setting is false (default): every client behind that proxy shares one limit. Set 'trust proxy' to your proxies.",
+  );
 }

@@ -14,7 +14,7 @@ export type StandardHeaders = 'draft-10' | 'draft-8' | 'draft-7' | 'draft-6';
 export interface RuleState {
   /** The policy name clients see. */
   name: string;
-  /** The limiter key (hashed into draft-8's partition key; never sent as is). */
+  /** The client's partition (hashed into draft-8's partition key; never sent as is). */
   key: string;
   limit: number;
   windowSeconds: number;

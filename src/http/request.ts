@@ -10,6 +10,11 @@ export interface RequestView {
   headers: IncomingHttpHeaders;
   /** The socket peer; undefined once the socket is gone. */
   remoteAddress: string | undefined;
+  /**
+   * The client address as the framework resolved it under its own trusted-proxy setting (Express
+   * `req.ip`, Fastify `request.ip`); used when the adapter has no `trustProxy` of its own.
+   */
+  clientAddress?: string | undefined;
 }
 
 /** The path of a request target: origin-form (`/a?b`) or absolute-form (`http://host/a?b`). */

@@ -1,0 +1,242 @@
+// What the not-applicable express-rate-limit tests stand for (their mock stores and Validations
+// class), checked through requests against tokenlease itself, plus what a migrating user relies on
+// beyond the upstream suite: trust proxy, a shared RedisStore, stacked draft-8 limiters.
+import { createHash } from 'node:crypto';
+import express, { type Request } from 'express';
+import { agent as request } from 'supertest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { Limiter, MemoryStore, RedisStore } from '../../../src/index.js';
+import { closeAllClients, redisClient, uniquePrefix } from '../../support/clients.js';
+import { createServer } from './helpers/create-server.js';
+import { rateLimit } from './mapping.js';
+
+afterAll(closeAllClients);
+
+const logger = () => ({ error: vi.fn(), warn: vi.fn() });
+const codes = (l: ReturnType<typeof logger>) => l.error.mock.calls.map(([e]) => (e as { code: string }).code);
+
+describe('skipSuccessfulRequests / skipFailedRequests give back what the request took', () => {
+  it('successful requests do not count with skipSuccessfulRequests; failed ones do', async () => {
+    const app = createServer(rateLimit({ limit: 1, skipSuccessfulRequests: true }));
+    await request(app).get('/').expect(200);
+    await request(app).get('/').expect(200, 'Hi there!');
+    await request(app).get('/error').expect(400);
+    await request(app).get('/').expect(429);
+  });
+
+  it('failed and aborted requests do not count with skipFailedRequests; successful ones do', async () => {
+    const app = createServer(rateLimit({ limit: 1, skipFailedRequests: true }));
+    let closed!: () => void;
+    const aborted = new Promise<void>((resolve) => {
+      closed = resolve;
+    });
+    app.get('/hang', (req) => {
+      req.on('close', () => setTimeout(closed, 20));
+    });
+    await request(app).get('/error').expect(400);
+    await request(app).get('/error').expect(400);
+    await request(app)
+      .get('/hang')
+      .timeout(50)
+      .catch(() => {});
+    await aborted;
+    await request(app).get('/').expect(200);
+    await request(app).get('/').expect(429);
+  });
+
+  it('requestWasSuccessful decides, and may be async', async () => {
+    const app = createServer(
+      rateLimit({
+        limit: 1,
+        skipFailedRequests: true,
+        requestWasSuccessful: async (req) => req.query.ok === '1',
+      }),
+    );
+    await request(app).get('/?ok=0').expect(200);
+    await request(app).get('/?ok=0').expect(200);
+    await request(app).get('/?ok=1').expect(200);
+    await request(app).get('/?ok=1').expect(429);
+  });
+});
+
+describe('resetKey', () => {
+  it('forgets the client key keyGenerator returns', async () => {
+    const limiter = rateLimit({ limit: 1, keyGenerator: () => 'client-7' });
+    const app = createServer(limiter);
+    await request(app).get('/').expect(200);
+    await request(app).get('/').expect(429);
+    await limiter.resetKey('client-7');
+    await request(app).get('/').expect(200);
+  });
+
+  it('forgets an IP key, under a limit function too', async () => {
+    const limiter = rateLimit({ limit: async () => 1 });
+    const app = createServer(limiter);
+    await request(app).get('/').expect(200);
+    const refused = await request(app).get('/').expect(429);
+    expect(refused.get('x-ratelimit-limit')).toBe('1');
+    await limiter.resetKey('::ffff:127.0.0.1');
+    await request(app).get('/').expect(429);
+    await limiter.resetKey('127.0.0.1');
+    await request(app).get('/').expect(200);
+  });
+});
+
+describe('validation warnings (express-rate-limit codes)', () => {
+  it('names an unknown option and the one it probably means', () => {
+    const l = logger();
+    // @ts-expect-error a misspelt option
+    rateLimit({ windowMS: 1000, logger: l });
+    expect(codes(l)).toEqual(['ERR_ERL_UNKNOWN_OPTION']);
+    expect(String(l.error.mock.calls[0]![0])).toContain('`windowMs`');
+  });
+
+  it('X-Forwarded-For without a trusted proxy, once', async () => {
+    const l = logger();
+    const app = createServer(rateLimit({ logger: l }));
+    await request(app).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    await request(app).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    expect(codes(l)).toEqual(['ERR_ERL_UNEXPECTED_X_FORWARDED_FOR']);
+  });
+
+  it("'trust proxy' true", async () => {
+    const l = logger();
+    const app = createServer(rateLimit({ logger: l }));
+    app.set('trust proxy', true);
+    await request(app).get('/').expect(200);
+    expect(codes(l)).toEqual(['ERR_ERL_PERMISSIVE_TRUST_PROXY']);
+  });
+
+  it('a limiter created inside a request handler', async () => {
+    const l = logger();
+    const app = express();
+    app.get('/', (_req, res) => {
+      rateLimit({ logger: l });
+      res.send('ok');
+    });
+    await request(app).get('/').expect(200);
+    expect(codes(l)).toEqual(['ERR_ERL_CREATED_IN_REQUEST_HANDLER']);
+    const quiet = logger();
+    rateLimit({ logger: quiet });
+    expect(codes(quiet), 'created at start-up').toEqual([]);
+  });
+
+  it('validate: false and validate: { name: false } turn checks off', async () => {
+    const off = logger();
+    // @ts-expect-error a misspelt option
+    rateLimit({ windowMS: 1000, logger: off, validate: false });
+    const one = logger();
+    const app = createServer(rateLimit({ logger: one, validate: { xForwardedForHeader: false } }));
+    await request(app).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    expect([...codes(off), ...codes(one)]).toEqual([]);
+  });
+});
+
+describe("Express's trust proxy", () => {
+  it('counts clients behind a trusted proxy apart, and ignores the header otherwise', async () => {
+    const trusted = createServer(rateLimit({ limit: 1, validate: false }));
+    trusted.set('trust proxy', 'loopback');
+    await request(trusted).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    await request(trusted).get('/').set('X-Forwarded-For', '203.0.113.2').expect(200);
+    await request(trusted).get('/').set('X-Forwarded-For', '203.0.113.1').expect(429);
+
+    const untrusted = createServer(rateLimit({ limit: 1, validate: false }));
+    await request(untrusted).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    await request(untrusted).get('/').set('X-Forwarded-For', '203.0.113.2').expect(429);
+  });
+
+  it('with a limiter: its own trustProxy wins over the app setting', async () => {
+    const limiter = new Limiter({
+      policies: { p: { algorithm: 'fixed-window', limit: 1, window: '1m' } },
+      sweepIntervalMs: 0,
+    });
+    const app = createServer(rateLimit({ limiter, rules: [{ policy: 'p', by: 'ip' }], trustProxy: false }));
+    app.set('trust proxy', true);
+    await request(app).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    await request(app).get('/').set('X-Forwarded-For', '203.0.113.2').expect(429);
+    await limiter.close();
+  });
+});
+
+describe('with a limiter (tokenlease options) and the peer callback shapes', () => {
+  const limiterOf = () =>
+    new Limiter({
+      store: new MemoryStore(),
+      policies: {
+        fast: { algorithm: 'fixed-window', limit: 1, window: '5s', anchor: 'first-hit', lease: 'exact' },
+        slow: { algorithm: 'fixed-window', limit: 5, window: '1m', anchor: 'first-hit', lease: 'exact' },
+      },
+      sweepIntervalMs: 0,
+    });
+
+  it('stacked draft-8 middlewares append to RateLimit and RateLimit-Policy; pk hashes the client key', async () => {
+    const limiter = limiterOf();
+    const pk = Buffer.from(createHash('sha256').update('foo').digest('hex').slice(0, 12)).toString('base64');
+    const options = { limiter, standardHeaders: 'draft-8' as const, keyGenerator: () => 'foo' };
+    const app = createServer([
+      rateLimit({ ...options, rules: [{ policy: 'fast', name: '1-in-5sec' }] }),
+      rateLimit({ ...options, rules: [{ policy: 'slow', name: '5-in-1min' }] }),
+    ]);
+    await request(app)
+      .get('/')
+      .expect('ratelimit-policy', `"1-in-5sec"; q=1; w=5; pk=:${pk}:, "5-in-1min"; q=5; w=60; pk=:${pk}:`)
+      .expect('ratelimit', '"1-in-5sec"; r=0; t=5, "5-in-1min"; r=4; t=60')
+      .expect(200);
+    await limiter.close();
+  });
+
+  it('standardHeaders: true is draft-6; handler gets (req, res, next, options); req.rateLimit has current', async () => {
+    const limiter = limiterOf();
+    let seen: Request['rateLimit'];
+    const app = createServer(
+      rateLimit({
+        limiter,
+        rules: [{ policy: 'fast' }],
+        standardHeaders: true,
+        statusCode: 420,
+        keyGenerator: (_req, res) => (res.locals ? 7 : 8),
+        handler: (req, res, _next, options) => {
+          seen = req.rateLimit;
+          res.status(options.statusCode).send(`slow down ${options.info?.key}`);
+        },
+      }),
+    );
+    await request(app).get('/').expect('ratelimit-limit', '1').expect('ratelimit-remaining', '0').expect(200);
+    await request(app).get('/').expect(420, 'slow down 7');
+    expect(seen).toMatchObject({ limit: 1, used: 2, remaining: 0, key: '7' });
+    expect(seen?.current).toBe(2);
+    await limiter.close();
+  });
+
+  it('a string message is the body; an async message is awaited', async () => {
+    const limiter = limiterOf();
+    const text = createServer(
+      rateLimit({ limiter, rules: [{ policy: 'fast' }], message: 'Enhance your calm' }),
+    );
+    await request(text).get('/').expect(200);
+    await request(text).get('/').expect(429, 'Enhance your calm');
+    await limiter.close();
+    const other = limiterOf();
+    const fn = createServer(
+      rateLimit({ limiter: other, rules: [{ policy: 'fast' }], message: async () => ({ no: 1 }) }),
+    );
+    await request(fn).get('/').expect(200);
+    await request(fn).get('/').expect(429, { no: 1 });
+    await other.close();
+  });
+});
+
+describe('a shared RedisStore', () => {
+  it('two app instances on one Redis share each client’s window', async () => {
+    const client = redisClient();
+    const prefix = uniquePrefix('erl');
+    const stores = [new RedisStore({ client, prefix }), new RedisStore({ client, prefix })];
+    await Promise.all(stores.map((s) => s.ready()));
+    const a = createServer(rateLimit({ limit: 2, store: stores[0] }));
+    const b = createServer(rateLimit({ limit: 2, store: stores[1] }));
+    await request(a).get('/').expect('x-ratelimit-remaining', '1').expect(200);
+    await request(b).get('/').expect('x-ratelimit-remaining', '0').expect(200);
+    const refused = await request(a).get('/').expect(429, 'Too many requests, please try again later.');
+    expect(Number(refused.get('retry-after'))).toBe(60);
+  });
+});
