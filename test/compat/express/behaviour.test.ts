@@ -230,7 +230,8 @@ describe('a shared RedisStore', () => {
   it('two app instances on one Redis share each client’s window', async () => {
     const client = redisClient();
     const prefix = uniquePrefix('erl');
-    const stores = [new RedisStore({ client, prefix }), new RedisStore({ client, prefix })];
+    // A generous timeout: a busy CI box must not turn this into a fail-policy decision.
+    const stores = [0, 1].map(() => new RedisStore({ client, prefix, timeoutMs: 2000 }));
     await Promise.all(stores.map((s) => s.ready()));
     const a = createServer(rateLimit({ limit: 2, store: stores[0] }));
     const b = createServer(rateLimit({ limit: 2, store: stores[1] }));
