@@ -70,7 +70,9 @@ elseif stored[1] then
     used = tonumber(stored[2])
   end
 end
+-- A window opening at this hit lasts exactly its length (its fractional index would round).
 local ms_left = window_start(window + 1) - now
+if first_hit and not (stored[1] and tonumber(stored[1]) == window) then ms_left = window_ms end
 local room = limit - used
 
 local granted = 0

@@ -63,7 +63,9 @@ export function acquire(
 ): Transition<FixedWindowState, WindowGrant> {
   const window = current(state, now, req);
   const used = state !== undefined && state.window === window ? state.count : 0;
-  const msLeft = windowEnd(window, req.windowMs) - now;
+  // A window opening at this hit lasts exactly its length (its fractional index would round).
+  const opensNow = req.firstHit && req.windowMs !== MONTH && window !== state?.window;
+  const msLeft = opensNow ? req.windowMs : windowEnd(window, req.windowMs) - now;
   const room = req.limit - used;
   const granted = grantFrom(room, req.want, req.min);
   if (granted === 0) {

@@ -127,6 +127,16 @@ describe('fixed window anchored at the first hit', () => {
     ).toEqual({ window: later.result.window, count: 0 });
   });
 
+  it('a window opening now lasts exactly its length, whatever the clock (no rounding of its index)', () => {
+    for (const windowMs of [86_400_000, 172_800_000, 3_600_000, 5_000]) {
+      for (const now of [1_764_581_234_567.891, 1_700_000_000_001, 1e12 + 0.5]) {
+        expect(acquire(undefined, now, first(1, windowMs)).result.msLeft, `${windowMs} at ${now}`).toBe(
+          windowMs,
+        );
+      }
+    }
+  });
+
   it('a clock that went back stays in the stored window', () => {
     const { state } = acquire(undefined, t0, first(5));
     expect(acquire(state, t0 - 10, first(1)).result.granted).toBe(0);
