@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, readFileSync, statSync, unwatchFile, watch, watchFile } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
+import { load, YAMLException } from 'js-yaml';
 import {
   type Document,
   isMap,
@@ -285,22 +286,40 @@ function diff(before: Record<string, PolicyConfig>, after: Record<string, Policy
   };
 }
 
-/** Parses and validates plans text; every error names its line and column. */
+/** Most nodes the data may expand to through aliases, per character of the file. */
+const NODES_PER_CHAR = 2;
+
+/**
+ * Parses and validates plans text; every error names its line and column.
+ *
+ * The text is parsed with js-yaml, which reads 100 000 API keys in a few hundred ms where yaml's
+ * positioned document takes seconds. yaml builds that document only when something is wrong, to
+ * say where (the error path may be slow; the reload of a good file is not).
+ */
 function compilePlans(text: string, source: string): Compiled {
-  const lines = new LineCounter();
-  // yaml's own `uniqueKeys` check compares each key with every earlier one (32k keys took 10 s):
-  // duplicates are found below in one pass instead.
-  const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false, prettyErrors: true });
-  const syntax = doc.errors[0];
-  if (syntax) {
-    const pos = syntax.linePos?.[0];
-    throw new PlansError(source, `${syntax.message.split(' at line ')[0]} (${syntax.code})`, {
-      ...(pos && { line: pos.line, column: pos.col }),
-    });
+  let positioned: { doc: Document; lines: LineCounter } | undefined;
+  const document = () => {
+    if (positioned) return positioned;
+    const lines = new LineCounter();
+    // Not yaml's own `uniqueKeys` check: it compares each key with every earlier one (quadratic).
+    const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: false, prettyErrors: true });
+    positioned = { doc, lines };
+    return positioned;
+  };
+
+  let data: unknown;
+  try {
+    data = load(text, { maxAliases: 100 });
+  } catch (err) {
+    throw syntaxError(err, document(), source);
+  }
+  if (!withinSize(data, NODES_PER_CHAR * text.length + 1000)) {
+    throw new PlansError(source, 'aliases expand to too much data (an alias bomb?)');
   }
 
   /** Throws naming the place of `path` (its key when `at` is 'key', else its value). */
   const fail = (path: Path, message: string, at: 'key' | 'value' = 'value'): never => {
+    const { doc, lines } = document();
     const offset = offsetOf(doc.contents, path, at);
     const pos = offset === undefined ? undefined : lines.linePos(offset);
     throw new PlansError(source, message, {
@@ -320,21 +339,6 @@ function compilePlans(text: string, source: string): Compiled {
     }
   };
 
-  const duplicate = firstDuplicateKey(doc);
-  if (duplicate?.range) {
-    const pos = lines.linePos(duplicate.range[0]);
-    throw new PlansError(source, 'Map keys must be unique (DUPLICATE_KEY)', {
-      line: pos.line,
-      column: pos.col,
-    });
-  }
-  let data: unknown;
-  try {
-    data = doc.toJS({ maxAliasCount: 100 });
-  } catch (err) {
-    // yaml throws a ReferenceError for an alias bomb ("Excessive alias count …").
-    throw new PlansError(source, `${(err as Error).message} (aliases expand to too much)`, { cause: err });
-  }
   const top = mapping(data, [], fail, 'the plans file');
   unknownFields(top, TOP_FIELDS, [], fail);
 
@@ -402,6 +406,56 @@ function compilePlans(text: string, source: string): Compiled {
     deny: at(['deny'], 'deny', () => new ClientList(top.deny, 'deny')),
   };
   return { digest: createHash('sha256').update(text).digest('hex'), policies, ruleSet };
+}
+
+/**
+ * What js-yaml refused, said as yaml says it (with yaml's error code, at its place), or in
+ * js-yaml's words where yaml sees no problem.
+ */
+function syntaxError(
+  err: unknown,
+  { doc, lines }: { doc: Document; lines: LineCounter },
+  source: string,
+): PlansError {
+  const syntax = doc.errors[0];
+  if (syntax) {
+    const pos = syntax.linePos?.[0];
+    return new PlansError(source, `${syntax.message.split(' at line ')[0]} (${syntax.code})`, {
+      ...(pos && { line: pos.line, column: pos.col }),
+      cause: err,
+    });
+  }
+  const duplicate = firstDuplicateKey(doc);
+  if (duplicate?.range) {
+    const pos = lines.linePos(duplicate.range[0]);
+    return new PlansError(source, 'Map keys must be unique (DUPLICATE_KEY)', {
+      line: pos.line,
+      column: pos.col,
+      cause: err,
+    });
+  }
+  const mark = err instanceof YAMLException ? err.mark : undefined;
+  const reason = err instanceof YAMLException ? err.reason : String(err);
+  return new PlansError(source, reason, {
+    ...(mark && { line: mark.line + 1, column: mark.column + 1 }),
+    cause: err,
+  });
+}
+
+/**
+ * Whether `data` has at most `budget` nodes counted as if aliases were copies: js-yaml shares an
+ * aliased node instead of copying it, so a few lines of nested aliases would otherwise expand to
+ * billions of nodes later (when policies are compared or serialised).
+ */
+function withinSize(data: unknown, budget: number): boolean {
+  const stack = [data];
+  let nodes = 0;
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (++nodes > budget) return false;
+    if (typeof node === 'object' && node !== null) for (const child of Object.values(node)) stack.push(child);
+  }
+  return true;
 }
 
 /** The first key of any mapping that repeats an earlier key of the same mapping. */
