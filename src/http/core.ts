@@ -378,7 +378,9 @@ export class RateLimitCore<Req> {
     const paths = new SplitPaths([view.routePattern, view.path]);
     const routeCost = cost === undefined ? (set.costs.match(view.method, paths)?.value ?? 1) : 1;
     const plan: Plan = { results: [], enforced: [], shadow: [], windows: new Map() };
-    const route = `${view.method} ${view.routePattern ?? normalizePath(view.path)}`;
+    // HEAD runs the GET handler (Express, Fastify), so it shares the GET route's bucket.
+    const method = view.method.toUpperCase() === 'HEAD' ? 'GET' : view.method.toUpperCase();
+    const route = `${method} ${view.routePattern ?? normalizePath(view.path)}`;
     for (const rule of rules) {
       const routeMatch = rule.routes?.match(view.method, paths);
       if (rule.routes && !routeMatch) continue;

@@ -3,6 +3,13 @@ import { ConfigError } from '../errors.js';
 /**
  * Route patterns: an optional method, then a path whose segments are literals, `:name` (any one
  * segment) or a final `*` (the rest, possibly empty). `GET /users/:id`, `POST /reports/*`, `/health`.
+ *
+ * Matching errs on the side of counting (docs/http.md "Route matching"): a request is matched as
+ * any upstream might route it, because a rule that an unusual spelling of a path escapes is a
+ * bypass, while counting a request the upstream answers with 404 costs the client one token.
+ * Literal segments compare case-insensitively (Express routes that way by default), a `GET`
+ * pattern also matches `HEAD` (Express and Fastify answer HEAD with the GET handler), and paths
+ * are normalised as upstreams do before routing (see `segmentsOf`).
  */
 interface Pattern<T> {
   readonly pattern: string;
@@ -60,7 +67,7 @@ export class RouteTable<T> {
     const upper = method.toUpperCase();
     const split = paths instanceof SplitPaths ? paths.segments : new SplitPaths(paths).segments;
     for (const p of this.#patterns) {
-      if (p.method !== undefined && p.method !== upper) continue;
+      if (p.method !== undefined && p.method !== upper && !(p.method === 'GET' && upper === 'HEAD')) continue;
       if (split.some((segments) => matches(p, segments))) return { pattern: p.pattern, value: p.value };
     }
     return undefined;
@@ -89,7 +96,7 @@ function matches(p: Pattern<unknown>, segments: readonly string[]): boolean {
   return p.segments.every((s, i) => s.startsWith(':') || s === segments[i]);
 }
 
-/** The path as routing sees it (`//users//42/` -> `/users/42`), so variants share a `route` key. */
+/** The path as routing sees it (`//Users//42/` -> `/users/42`), so variants share a `route` key. */
 export function normalizePath(path: string): string {
   return isNormal(path) ? path : `/${segmentsOf(path).join('/')}`;
 }
@@ -104,14 +111,29 @@ function isNormal(path: string): boolean {
   );
 }
 
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
 /**
- * Path segments after normalising what clients can vary without changing the route: repeated and
- * trailing slashes, and percent-escapes of unreserved characters (`/r%65ports` is `/reports`).
+ * Path segments, normalised the way the upstreams a gateway forwards to do before they route
+ * (RFC 3986 section 6 and common servers), so no spelling of a path escapes a rule:
+ * - percent-escapes of unreserved characters are decoded (`/r%65ports` is `/reports`), and so is
+ *   an encoded slash: `%2F` separates segments, as in servers that decode before routing (nginx);
+ *   other escapes stay as they are;
+ * - `;params` are dropped from every segment (`/reports;jsessionid=1`, as Tomcat and Spring do);
+ * - empty segments (`//`, a trailing `/`) and `.` are dropped, `..` removes the segment before it
+ *   (never above the root);
+ * - letters are lower-cased (literal segments match case-insensitively).
  */
 function segmentsOf(path: string): string[] {
-  const clean = path.replace(/%([0-9a-fA-F]{2})/g, (escaped, hex: string) => {
+  const decoded = path.replace(/%([0-9a-fA-F]{2})/g, (escaped, hex: string) => {
     const c = String.fromCharCode(Number.parseInt(hex, 16));
-    return /[A-Za-z0-9\-._~]/.test(c) ? c : escaped;
+    return c === '/' || UNRESERVED.test(c) ? c : escaped;
   });
-  return clean.split('/').filter((s) => s.length > 0);
+  const segments: string[] = [];
+  for (const raw of decoded.split('/')) {
+    const segment = (raw.split(';', 1)[0] ?? '').toLowerCase();
+    if (segment === '..') segments.pop();
+    else if (segment !== '' && segment !== '.') segments.push(segment);
+  }
+  return segments;
 }
