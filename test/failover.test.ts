@@ -162,6 +162,7 @@ describe('breaker state without traffic (issue 13 item 7)', () => {
     expect(probes, 'probes were sent while idle').toBeGreaterThan(3);
     store.fault = 'none';
     const ms = await until(() => limiter.stats().breaker === 'closed', 2000);
+    console.log(`idle breaker (cool-down 50 ms): closed ${ms} ms after the store came back, no traffic`);
     expect(limiter.stats().breaker, `closed ${ms} ms after the store came back, without traffic`).toBe(
       'closed',
     );
