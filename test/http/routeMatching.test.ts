@@ -1,13 +1,12 @@
 import { once } from 'node:events';
 import http from 'node:http';
-import { connect } from 'node:net';
 import express from 'express';
 import Fastify from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimit as expressRateLimit } from '../../src/http/express.js';
 import { rateLimitPlugin } from '../../src/http/fastify.js';
 import { rateLimit as nodeRateLimit, RouteTable } from '../../src/http/index.js';
-import { memoryLimiter, tokenBucket, virtualClock } from './servers.js';
+import { memoryLimiter, rawRequest, tokenBucket, virtualClock } from './servers.js';
 
 let closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -17,13 +16,8 @@ afterEach(async () => {
 
 /** Sends one request with the target exactly as given (fetch would normalise it) and returns its status. */
 async function send(port: number, method: string, target: string): Promise<number> {
-  const socket = connect(port, '127.0.0.1');
-  const chunks: Buffer[] = [];
-  socket.on('data', (c: Buffer) => chunks.push(c));
-  await once(socket, 'connect');
-  socket.end(`${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
-  await once(socket, 'close');
-  return Number(Buffer.concat(chunks).toString('latin1').split(' ')[1]);
+  const head = `${method} ${target} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`;
+  return (await rawRequest(port, Buffer.from(head, 'latin1'))).status;
 }
 
 /** The rules of the README's Express example: 1 report per minute, export costs 100 of 300 per hour. */
