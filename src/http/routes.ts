@@ -101,15 +101,13 @@ export function normalizePath(path: string): string {
   return isNormal(path) ? path : `/${segmentsOf(path).join('/')}`;
 }
 
-/** Already what `normalizePath` makes of it: no escapes, no empty segments (most requests). */
+/** Already what `normalizePath` makes of it (most requests): starts with `/`, and nothing to change. */
 function isNormal(path: string): boolean {
-  return (
-    path.charCodeAt(0) === 47 /* / */ &&
-    !path.includes('%') &&
-    !path.includes('//') &&
-    (path.length === 1 || path.charCodeAt(path.length - 1) !== 47)
-  );
+  return path.charCodeAt(0) === 47 /* / */ && (path.length === 1 || !TO_NORMALISE.test(path));
 }
+
+/** What `segmentsOf` changes: escapes, `;params`, upper case, and empty, `.` or `..` segments. */
+const TO_NORMALISE = /[%;A-Z]|\/(?:\/|\.|$)/;
 
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
