@@ -70,6 +70,8 @@ export interface FailoverOptions {
   now: () => number;
   /** Validated here; see `LimiterOptions.expectedInstances`. */
   expectedInstances: unknown;
+  /** Instances the store last counted sharing the limits (0: not known yet). */
+  fleet: () => number;
   breaker: BreakerOptions;
   /** Most keys with fallback state (and so with a pending write-back): the limiter's `maxKeys`. */
   maxKeys: number;
@@ -97,6 +99,7 @@ export class Failover {
   readonly #now: () => number;
   readonly #track: (work: Promise<unknown>) => void;
   /** Bounded like the limiter's table; a state forgotten with a debt counts it as not written back. */
+  readonly #fleet: () => number;
   readonly #states: LRUCache<string, FallbackState>;
   readonly #debts = new Set<FallbackState>();
   #flushing: Promise<void> | undefined;
@@ -111,6 +114,7 @@ export class Failover {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
     this.#expectedInstances = n;
+    this.#fleet = options.fleet;
     this.#now = options.now;
     this.#track = options.track;
     this.store = new GuardedStore(
@@ -260,12 +264,14 @@ export class Failover {
   }
 
   /**
-   * This instance's part of the limit during an outage: `1 / expectedInstances`, or its share of
-   * the key's leases before the outage when that is larger (e.g. sticky balancing), at most all of it.
+   * This instance's part of the limit during an outage: one over the fleet (the instances the store
+   * counted last, or `expectedInstances` when more), or its share of the key's leases before the
+   * outage when that is larger (e.g. sticky balancing), at most all of it.
    */
   #localShape(fr: FailRule, s: FallbackState, now: number): TokenBucketShape {
     const leasedPerMs = (s.leased * Math.exp(-Math.max(0, now - s.leasedAt) / SHARE_TAU_MS)) / SHARE_TAU_MS;
-    const share = Math.min(1, Math.max(1 / this.#expectedInstances, leasedPerMs / (fr.rate / fr.periodMs)));
+    const fleet = Math.max(this.#expectedInstances, this.#fleet());
+    const share = Math.min(1, Math.max(1 / fleet, leasedPerMs / (fr.rate / fr.periodMs)));
     // At least one token (or the whole burst if smaller), so a small limit is not shut off entirely.
     const burst = Math.max(fr.burst * share, Math.min(1, fr.burst));
     return { rate: fr.rate * share, periodMs: fr.periodMs, burst };

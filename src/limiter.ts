@@ -18,6 +18,7 @@ import type { Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
 import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
+import { fleetHeartbeat } from './stores/fleetOps.js';
 import { storageKey } from './stores/keys.js';
 import { MemoryStore } from './stores/memoryStore.js';
 import { resetKey } from './stores/resetOps.js';
@@ -149,6 +150,13 @@ function positiveInteger(value: unknown, field: string): number {
   return value;
 }
 
+/** How often an instance tells the store it is alive, in ms of the limiter's clock. */
+const HEARTBEAT_MS = 1000;
+/** An instance counts in the fleet this long after its last heartbeat. */
+const FLEET_WINDOW_MS = 5000;
+/** Where the fleet is counted: a key no client key can produce (those start `{k:` or `{h:`). */
+const FLEET_KEY = '{fleet}:instances';
+
 /** Resolves after `ms` of timer time; rejects with the signal's reason as soon as it aborts. */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -197,6 +205,12 @@ export class Limiter {
   };
   readonly #ctx: EngineContext;
   #closing: Promise<void> | undefined;
+  readonly #instanceId: string;
+  /** Instances the store counted at the last heartbeat; 0 before the first answer. */
+  #fleet = 0;
+  #lastBeat = Number.NEGATIVE_INFINITY;
+  #beats = 0;
+  #beating = false;
 
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null)
@@ -232,20 +246,23 @@ export class Limiter {
       stats: () => this.stats(),
     });
     const telemetry = this.#telemetry;
+    // 48 random bits: ids of two limiters collide with odds far below anything else that can go wrong.
+    const instanceId = randomBytes(6).toString('base64url');
     const failover = new Failover({
       store: telemetry.instrument(store),
       now: this.#now,
       expectedInstances: options.expectedInstances ?? 1,
+      fleet: () => this.#fleet,
       breaker: options.breaker ?? {},
       maxKeys,
       track: (work) => this.#track(work),
       onBreaker: (state) => telemetry.breaker(state),
     });
     this.#failover = failover;
+    this.#instanceId = instanceId;
     const stats = this.#stats;
     const limiter = this;
-    // 48 random bits: ids of two limiters collide with odds far below anything else that can go wrong.
-    const instanceId = randomBytes(6).toString('base64url');
+    const expectedInstances = options.expectedInstances ?? 1;
     let ids = 0;
     this.#ctx = {
       store: failover.store,
@@ -267,6 +284,7 @@ export class Limiter {
         stranded: (...args) => telemetry.stranded(...args),
       },
       suspended: (storageKey) => failover.store.suspended(storageKey),
+      fleet: () => (this.#fleet === 0 ? 0 : Math.max(this.#fleet, expectedInstances)),
       answer(storeWaits, cost, check, decision) {
         if (storeWaits === 0) stats.localDecisions++;
         decision.source = storeWaits === 0 ? 'lease' : 'store';
@@ -278,7 +296,10 @@ export class Limiter {
         return limiter.#closing !== undefined;
       },
     };
-    if (sweepMs > 0) this.#timer = setInterval(() => this.sweep(), sweepMs).unref();
+    if (sweepMs > 0) {
+      this.#timer = setInterval(() => this.sweep(), sweepMs).unref();
+      this.#heartbeat(this.#now());
+    }
   }
 
   /** Takes `cost` tokens of `policy` for `key`; resolves to a decision, never rejects for being limited. */
@@ -455,6 +476,7 @@ export class Limiter {
    */
   sweep(): void {
     const now = this.#now();
+    if (now - this.#lastBeat >= HEARTBEAT_MS || now < this.#lastBeat) this.#heartbeat(now);
     for (const [id, state] of this.#entries.entries()) {
       if (state.sweep(now)) this.#entries.delete(id);
     }
@@ -572,6 +594,32 @@ export class Limiter {
       this.#telemetry.decided(decision, cost, check?.route, 'fallback', outcome);
       return consumed;
     }
+  }
+
+  /**
+   * Tells the store this instance is alive and learns how many are: allowances are shares of a
+   * bucket divided by that count (README "Guarantees").
+   */
+  #heartbeat(now: number): void {
+    if (this.#closing || this.#beating) return;
+    this.#beating = true;
+    this.#lastBeat = now;
+    const beat = this.#failover.store
+      .run(
+        fleetHeartbeat,
+        FLEET_KEY,
+        { id: this.#instanceId, windowMs: FLEET_WINDOW_MS },
+        { background: true },
+      )
+      .then((n) => {
+        // The first count misses instances that started with this one; by the second, every
+        // instance up by then has beaten at least once.
+        if (++this.#beats >= 2) this.#fleet = n;
+      })
+      .finally(() => {
+        this.#beating = false;
+      });
+    this.#track(beat);
   }
 
   #track(promise: Promise<unknown>): void {

@@ -37,6 +37,16 @@ export interface LeaseOptions {
    * @default '500ms'
    */
   horizon?: Duration;
+  /**
+   * Far from the limit, admit locally within an allowance the store grants (a share of what the
+   * bucket holds above half, divided by the fleet) and report usage later in a batch; admit a
+   * key's first request on an instance before the store answers. This trades a stated
+   * over-admission (docs/architecture.md "Guarantees": at most a quarter of the burst, plus one
+   * request per instance seeing a key for the first time) for a store call per allowance instead
+   * of per lease. `false` keeps every admission backed by tokens the store debited.
+   * @default true
+   */
+  writeBehind?: boolean;
 }
 
 export interface TokenBucketPolicy {
@@ -239,6 +249,8 @@ export interface TokenBucketRule {
   readonly ahead: number;
   readonly leaseTtlMs: number;
   readonly horizonMs: number;
+  /** See `LeaseOptions.writeBehind`. */
+  readonly writeBehind: boolean;
   readonly fail: FailMode;
 }
 
@@ -369,11 +381,18 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
       ahead: 0,
       leaseTtlMs: 0,
       horizonMs: 0,
+      writeBehind: false,
       fail,
     };
   }
   if (typeof lease !== 'object' || lease === null) {
     throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${String(lease)}`);
+  }
+  if (lease.writeBehind !== undefined && typeof lease.writeBehind !== 'boolean') {
+    throw new ConfigError(
+      `${field}.lease.writeBehind`,
+      `expected a boolean, got ${String(lease.writeBehind)}`,
+    );
   }
   const maxFraction =
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
@@ -393,6 +412,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
     ahead: aheadMs * ratePerMs,
     leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
     horizonMs: parseDuration(lease.horizon ?? '500ms', `${field}.lease.horizon`),
+    writeBehind: lease.writeBehind ?? true,
     fail,
   };
 }

@@ -150,3 +150,75 @@ export function debit(
   if (next === level && state !== undefined && now >= state.ts) return { state, ttlMs: 0, result: 0 };
   return { state: { level: next, ts: now }, ttlMs: msUntilFull(next, req), result: level - next };
 }
+
+export interface SyncRequest extends TokenBucketShape {
+  /** Tokens this instance admitted under its allowance since its last sync: debited now. */
+  readonly used: number;
+  /** Leased tokens this instance hands back unused: credited now, up to the capacity. */
+  readonly returned: number;
+  /** Lease wanted when no allowance is granted (0: none). */
+  readonly want: number;
+  /** Fewest tokens worth granting, as a lease or an allowance (0 with `want` 0). */
+  readonly min: number;
+  /** How far below zero a lease may take the level. */
+  readonly ahead: number;
+  /** Most allowance wanted (0: none, e.g. a plain report). */
+  readonly allowance: number;
+  /** Instances sharing the limits (0: unknown, then no allowance is granted). */
+  readonly fleet: number;
+}
+
+export interface SyncResult extends AcquireResult {
+  /**
+   * Tokens the instance may admit on its own before its next sync, taken from nothing: they are
+   * debited when reported (`used`). At most the level over twice the fleet, so however the
+   * instances of a fleet spend their allowances at once they take at most half of what was left.
+   */
+  readonly allowance: number;
+}
+
+/**
+ * One instance's dialogue with a bucket in one step: settle what it admitted and what it hands
+ * back, then grant an allowance when the bucket is far from empty, else a lease as `acquire` does.
+ *
+ * Over the limit: an allowance is `(level - burst / 2) / (2 * fleet)`, granted only where it covers
+ * `max(1, min, want)` (so only in the top half of the bucket, and only to an instance whose demand
+ * it serves as well as a lease would). Every instance's allowance is replaced (not added to) at
+ * its next sync, so the tokens admitted under allowances and not yet reported never exceed a
+ * quarter of the burst, as long as `fleet` is at least the number of instances: that is the most
+ * the fleet can admit beyond the exact bucket. Reported usage may take the level below zero (down
+ * to `-burst`): the bucket then refuses until the refill has paid the debt back.
+ */
+export function sync(
+  state: TokenBucketState | undefined,
+  now: number,
+  req: SyncRequest,
+): Transition<TokenBucketState, SyncResult> {
+  const refilled = refill(state, now, req);
+  // A debt from reported usage stops at one burst; a level leases already took lower stays.
+  const settled = Math.min(req.burst, refilled + req.returned);
+  const level = Math.max(settled - req.used, Math.min(settled, -req.burst));
+  let allowance = 0;
+  if (req.allowance > 0 && req.fleet >= 1 && level >= req.burst / 2) {
+    allowance = Math.min(req.allowance, Math.floor(level / (2 * req.fleet)));
+    // Only where it serves at least as well as the lease asked for: a busy instance asking for more
+    // than its share of the level is leased tokens instead, which keeps the count exact.
+    if (allowance < Math.max(1, req.min, req.want)) allowance = 0;
+  }
+  let granted = 0;
+  if (allowance === 0 && req.want > 0) {
+    const room = level + req.ahead;
+    if (room >= req.want) granted = req.want;
+    else if (req.min > 0 && room >= req.min) granted = room;
+  }
+  const result = { granted, allowance, levelBefore: level, now };
+  // Nothing to settle and nothing leased: nothing is written (an absent bucket is full anyway),
+  // unless the store clock went backwards, as for a refusal in `acquire`.
+  const settles = req.used > 0 || (req.returned > 0 && state !== undefined);
+  if (!settles && granted === 0) {
+    if (state === undefined || now >= state.ts) return { state, ttlMs: 0, result };
+    return { state: { level, ts: now }, ttlMs: msUntilFull(level, req), result };
+  }
+  const next = level - granted;
+  return { state: { level: next, ts: now }, ttlMs: msUntilFull(next, req), result };
+}

@@ -48,6 +48,11 @@ export interface EngineContext {
    */
   pin(state: KeyState): void;
   unpin(state: KeyState): void;
+  /**
+   * Instances sharing the limits as the store last counted them (at least `expectedInstances`),
+   * or 0 before the first count: then nothing is decided under an allowance.
+   */
+  fleet(): number;
   /** True once `close()` was called. */
   readonly closed: boolean;
   /**

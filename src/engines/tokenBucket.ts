@@ -11,7 +11,7 @@ import * as lease from '../lease.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { TokenBucketRule } from '../policy.js';
 import type { RunOptions } from '../stores/store.js';
-import { tokenBucketAcquire, tokenBucketRelease } from '../stores/tokenBucketOps.js';
+import { tokenBucketAcquire, tokenBucketRelease, tokenBucketSync } from '../stores/tokenBucketOps.js';
 import {
   BACKGROUND,
   type Consumed,
@@ -37,6 +37,20 @@ class TokenBucketKey implements KeyState {
   level: number;
   levelAt: number;
   inflight: Promise<void> | undefined;
+  /**
+   * Tokens this instance may still admit on its own (write-behind), granted by the store while the
+   * bucket was far from empty; replaced at every sync.
+   */
+  allowance = 0;
+  lastAllowance = 0;
+  /** Tokens admitted under allowances and not yet reported to the store. */
+  unreported = 0;
+  /** Of `unreported`, those admitted while the sync that reports the rest was in flight. */
+  spentInFlight = 0;
+  /** Whether the store ever answered for this key here: before that, the first sight. */
+  known = false;
+  /** Local time of the last sync sent: usage is reported at least once a lease time. */
+  lastSync = 0;
 
   constructor(
     private readonly ctx: EngineContext,
@@ -59,12 +73,31 @@ class TokenBucketKey implements KeyState {
    */
   consumeLocal(cost: number, check?: Check): Consumed | undefined {
     const { ctx, rule } = this;
-    if (rule.exact || cost > rule.maxLease || this.segments.length === 0) return undefined;
+    if (rule.exact || cost > rule.maxLease) return undefined;
+    if (this.allowance >= cost) {
+      const now = ctx.now();
+      this.#spendAllowance(now, cost);
+      return this.#consumed(ctx.answer(0, cost, check, this.#allow(now)), cost);
+    }
+    if (this.segments.length === 0) return undefined;
     const now = ctx.now();
     if (now >= this.expiresAt || !lease.take(this.segments, now, cost)) return undefined;
     noteDemand(this.demand, now, cost);
     this.#refillAhead(now);
     return this.#consumed(ctx.answer(0, cost, check, this.#allow(now)), cost);
+  }
+
+  /** Admits under the allowance; the next sync starts when a quarter of it is left. */
+  #spendAllowance(now: number, cost: number): void {
+    this.allowance -= cost;
+    this.unreported += cost;
+    if (this.inflight) this.spentInFlight += cost;
+    noteDemand(this.demand, now, cost);
+    if (this.inflight || this.allowance >= this.lastAllowance / 4) return;
+    // Near the limit the store answers with a lease instead: only worth holding for a key this
+    // instance expects again soon (as for refilling ahead).
+    const busy = demandPerMs(this.demand, now) * this.rule.horizonMs >= 1;
+    this.#acquire(busy ? 1 : 0, BACKGROUND).catch(() => {});
   }
 
   #consumed(decision: Decision, cost: number): Consumed {
@@ -98,10 +131,29 @@ class TokenBucketKey implements KeyState {
     }
     for (let attempt = 0; ; attempt++) {
       const now = ctx.now();
+      if (this.allowance >= cost) {
+        this.#spendAllowance(now, cost);
+        return ctx.answer(attempt, cost, check, this.#allow(now));
+      }
       if (this.segments.length > 0 && now >= this.expiresAt && !this.inflight) this.returnUnused('expired');
       if (lease.take(this.segments, now, cost)) {
         this.#refillAhead(now);
         return ctx.answer(attempt, cost, check, this.#allow(now));
+      }
+      // First sight of a key while the fleet is known: admitted at once, within the bound
+      // docs/architecture.md "Guarantees" states (one request of at most a lease per instance and
+      // key), and the store asked in the background for the key's state.
+      if (
+        rule.writeBehind &&
+        !this.known &&
+        !this.inflight &&
+        attempt === 0 &&
+        ctx.fleet() > 0 &&
+        !ctx.suspended(this.storageKey)
+      ) {
+        this.unreported += cost;
+        this.#acquire(0).catch(() => {});
+        return ctx.answer(0, cost, check, this.#allow(now));
       }
       // Tokens already reserved for us exist later: the shared bucket is empty until then.
       const wait = lease.msUntilAvailable(this.segments, now, cost);
@@ -157,27 +209,53 @@ class TokenBucketKey implements KeyState {
     this.#acquire(1, BACKGROUND).catch(() => {});
   }
 
-  /** Single-flight: concurrent misses for one key share one store call. */
+  /**
+   * Single-flight: concurrent misses for one key share one store call. It reports what the
+   * allowance admitted and asks for a new allowance, else a lease of at least `min` (0: no lease,
+   * a report only, e.g. for a key nobody is waiting on).
+   */
   #acquire(min: number, options: RunOptions = {}): Promise<void> {
     if (this.inflight) return this.inflight;
     const { ctx, rule } = this;
-    const want = this.#leaseSize(min);
+    const want = min === 0 ? 0 : this.#leaseSize(min);
+    const fleet = ctx.fleet();
+    const used = this.unreported;
+    this.unreported = 0;
+    this.spentInFlight = 0;
+    this.lastSync = ctx.now();
     const request = {
       rate: rule.rate,
       periodMs: rule.periodMs,
       burst: rule.burst,
+      used,
+      returned: 0,
       want,
       min: Math.min(min, want),
       ahead: rule.ahead,
+      allowance: rule.writeBehind && fleet > 0 ? rule.burst : 0,
+      fleet,
     };
-    const call = storeCall(ctx, tokenBucketAcquire, this.storageKey, request, options)
+    const call = storeCall(ctx, tokenBucketSync, this.storageKey, request, options)
       .then((result) => {
         const now = ctx.now();
+        this.known = true;
         this.level = result.levelBefore - result.granted;
         this.levelAt = now;
+        // What was admitted under the old allowance while the call was in flight comes off the new one.
+        this.allowance = Math.max(0, result.allowance - this.spentInFlight);
+        this.lastAllowance = result.allowance;
+        if (result.allowance > 0) {
+          this.deniedUntil = 0;
+          // Slow start carries over: leases after an allowance start from its size, not from 1.
+          this.lastGrant = Math.max(this.lastGrant, Math.min(rule.maxLease, result.allowance));
+          return;
+        }
         if (result.granted === 0) {
-          this.deniedUntil = now + msUntilRoom(result.levelBefore, request);
-          this.deniedCost = request.min;
+          // Only a refused lease says when the bucket has room; a report asked for none.
+          if (request.want > 0) {
+            this.deniedUntil = now + msUntilRoom(result.levelBefore, request);
+            this.deniedCost = request.min;
+          }
           return;
         }
         ctx.stats.leasesGranted++;
@@ -196,8 +274,15 @@ class TokenBucketKey implements KeyState {
         // Evicted or closed while the call was in flight: nobody will spend these tokens.
         if (ctx.peek(this.storageKey) !== this) this.returnUnused('orphaned');
       })
+      .catch((err: unknown) => {
+        // Never sent: the usage it carried is still to be reported. Otherwise it may have been
+        // applied, and a report is never sent twice.
+        if (err instanceof StoreUnavailableError) this.unreported += used;
+        throw err;
+      })
       .finally(() => {
         this.inflight = undefined;
+        this.spentInFlight = 0;
       });
     this.inflight = call;
     ctx.track(call);
@@ -216,13 +301,32 @@ class TokenBucketKey implements KeyState {
     return Math.max(min, Math.min(rule.maxLease, slowStart, Math.max(1, demand)));
   }
 
+  /**
+   * Hands back unused leased tokens and reports what the allowance admitted, in one call (a batch
+   * item riding with others: no round trip of its own). The allowance itself is given up.
+   */
   returnUnused(reason: ReturnReason): void {
-    const tokens = lease.unused(this.segments);
+    const tokens = Math.max(0, lease.unused(this.segments));
     this.segments = [];
-    if (tokens <= 0) return;
+    this.allowance = 0;
+    // A sync in flight reports what it carries; usage admitted meanwhile goes now.
+    const used = this.unreported;
+    if (tokens <= 0 && used <= 0) return;
+    this.unreported = 0;
     const { ctx, rule } = this;
-    const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens };
-    handBack(ctx, tokenBucketRelease, this.storageKey, request, {
+    const request = {
+      rate: rule.rate,
+      periodMs: rule.periodMs,
+      burst: rule.burst,
+      used,
+      returned: tokens,
+      want: 0,
+      min: 0,
+      ahead: 0,
+      allowance: 0,
+      fleet: 0,
+    };
+    handBack(ctx, tokenBucketSync, this.storageKey, request, {
       policy: rule.name,
       key: this.key,
       tokens,
@@ -233,9 +337,20 @@ class TokenBucketKey implements KeyState {
   sweep(now: number): boolean {
     if (this.inflight) return false;
     if (this.segments.length > 0 && now >= this.expiresAt) this.returnUnused('expired');
-    // An idle entry holds nothing worth keeping once its demand has decayed.
+    // Usage is reported at least once a lease time (keeping the allowance), so the store's view
+    // catches up and a crash loses little of it.
+    if (this.unreported > 0 && now - this.lastSync >= this.rule.leaseTtlMs) {
+      this.#acquire(0, BACKGROUND).catch(() => {});
+      return false;
+    }
+    // An idle entry holds nothing worth keeping once its demand has decayed — except an allowance,
+    // which saves its next visit a store call.
     return (
-      this.segments.length === 0 && now >= this.deniedUntil && demandPerMs(this.demand, now) * 1000 < 0.01
+      this.segments.length === 0 &&
+      this.allowance <= 0 &&
+      this.unreported <= 0 &&
+      now >= this.deniedUntil &&
+      demandPerMs(this.demand, now) * 1000 < 0.01
     );
   }
 
@@ -243,6 +358,11 @@ class TokenBucketKey implements KeyState {
     const { ctx, rule } = this;
     // The refused cost may fit now.
     this.deniedUntil = 0;
+    if (this.unreported >= cost) {
+      this.unreported -= cost;
+      this.allowance += cost;
+      return;
+    }
     if (!rule.exact && this.segments.length > 0) {
       lease.refund(this.segments, ctx.now(), cost);
       return;
@@ -254,7 +374,11 @@ class TokenBucketKey implements KeyState {
   /** Puts back tokens of a multi-rule check refused elsewhere, into whatever state holds the key now. */
   #refund(cost: number): void {
     const current = this.ctx.peek(this.storageKey);
-    if (current instanceof TokenBucketKey) lease.refund(current.segments, this.ctx.now(), cost);
+    if (!(current instanceof TokenBucketKey)) return;
+    if (current.unreported >= cost) {
+      current.unreported -= cost;
+      current.allowance += cost;
+    } else lease.refund(current.segments, this.ctx.now(), cost);
   }
 
   #globalLevel(now: number): number {
@@ -264,7 +388,7 @@ class TokenBucketKey implements KeyState {
 
   #decision(now: number, allowed: boolean, retryAfterMs: number): Decision {
     const { rule } = this;
-    const estimate = this.#globalLevel(now) + lease.available(this.segments, now);
+    const estimate = this.#globalLevel(now) + lease.available(this.segments, now) - this.unreported;
     const remaining = Math.max(0, Math.min(rule.burst, Math.floor(estimate)));
     return {
       allowed,

@@ -6,6 +6,9 @@ import {
   debit,
   type ReleaseRequest,
   release,
+  type SyncRequest,
+  type SyncResult,
+  sync,
   type TokenBucketState,
 } from '../algorithms/tokenBucket.js';
 import { StoreError } from '../errors.js';
@@ -42,4 +45,31 @@ export const tokenBucketDebit: Operation<TokenBucketState, DebitRequest, number>
   apply: debit,
   args: (r) => [r.rate, r.periodMs, r.burst, r.tokens],
   parse: (reply) => num(reply, 'debited tokens', 'token_bucket_debit'),
+};
+
+export const tokenBucketSync: Operation<TokenBucketState, SyncRequest, SyncResult> = {
+  script: 'token_bucket_sync',
+  apply: sync,
+  args: (r) => [
+    r.rate,
+    r.periodMs,
+    r.burst,
+    r.used,
+    r.returned,
+    r.want,
+    r.min,
+    r.ahead,
+    r.allowance,
+    r.fleet,
+  ],
+  parse(reply) {
+    const s = 'token_bucket_sync';
+    const r = replyArray(reply, 4, s);
+    return {
+      granted: num(r[0], 'granted', s),
+      allowance: num(r[1], 'allowance', s),
+      levelBefore: num(r[2], 'level', s),
+      now: num(r[3], 'now', s),
+    };
+  },
 };

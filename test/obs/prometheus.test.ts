@@ -82,12 +82,15 @@ describe('prometheusObserver', () => {
       'tokenlease_rate_limited_total{policy="leased",reason="cost-above-limit"} 1',
     ]);
     expect(await samples(registry, 'tokenlease_store_calls_total')).toEqual([
-      'tokenlease_store_calls_total{op="token_bucket_acquire"} 21',
-      'tokenlease_store_calls_total{op="token_bucket_release"} 1',
+      // Exact mode acquires; leases, their return and usage reports are syncs; one heartbeat.
+      'tokenlease_store_calls_total{op="token_bucket_acquire"} 11',
+      'tokenlease_store_calls_total{op="token_bucket_sync"} 11',
+      'tokenlease_store_calls_total{op="fleet_heartbeat"} 1',
     ]);
     expect(await samples(registry, 'tokenlease_store_call_duration_seconds_count')).toEqual([
-      'tokenlease_store_call_duration_seconds_count{op="token_bucket_acquire"} 21',
-      'tokenlease_store_call_duration_seconds_count{op="token_bucket_release"} 1',
+      'tokenlease_store_call_duration_seconds_count{op="token_bucket_acquire"} 11',
+      'tokenlease_store_call_duration_seconds_count{op="token_bucket_sync"} 11',
+      'tokenlease_store_call_duration_seconds_count{op="fleet_heartbeat"} 1',
     ]);
     expect(await samples(registry, 'tokenlease_store_errors_total')).toEqual([]);
     expect(await samples(registry, 'tokenlease_leases_granted_total')).toEqual([
@@ -291,7 +294,7 @@ describe('prometheusObserver', () => {
       const errors = await samples(registry, 'tokenlease_store_errors_total');
       expect(errors).toHaveLength(1);
       expect(errors[0]).toMatch(
-        /^tokenlease_store_errors_total\{op="token_bucket_release",code="ERR_TOKENLEASE_STORE[A-Z_]*"\} 1$/,
+        /^tokenlease_store_errors_total\{op="token_bucket_sync",code="ERR_TOKENLEASE_STORE[A-Z_]*"\} 1$/,
       );
       expect(await samples(registry, 'tokenlease_leases_returned_total')).toEqual([
         'tokenlease_leases_returned_total{policy="leased",reason="closed"} 1',

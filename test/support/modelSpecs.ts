@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { MONTH } from '../../src/algorithms/fixedWindow.js';
 import type { Operation } from '../../src/index.js';
 import { concurrencyAcquire, concurrencyRelease, concurrencyRenew } from '../../src/stores/concurrencyOps.js';
+import { fleetHeartbeat } from '../../src/stores/fleetOps.js';
 import { leakyBucketCancel, leakyBucketReserve } from '../../src/stores/leakyBucketOps.js';
 import {
   quantisedLogAcquire,
@@ -14,7 +15,12 @@ import {
   slidingLogAcquire,
   slidingLogRelease,
 } from '../../src/stores/slidingLogOps.js';
-import { tokenBucketAcquire, tokenBucketDebit, tokenBucketRelease } from '../../src/stores/tokenBucketOps.js';
+import {
+  tokenBucketAcquire,
+  tokenBucketDebit,
+  tokenBucketRelease,
+  tokenBucketSync,
+} from '../../src/stores/tokenBucketOps.js';
 import {
   fixedWindowAcquire,
   fixedWindowRelease,
@@ -106,6 +112,20 @@ const tokenBucket: ModelSpec = {
             const req = { ...s, tokens: t };
             return run(`debit ${JSON.stringify(req)}`, tokenBucketDebit, () => req);
           }),
+          fc
+            .record({
+              used: fc.oneof(fc.constant(0), tokens),
+              returned: fc.oneof(fc.constant(0), tokens),
+              want: fc.oneof(fc.constant(0), tokens),
+              min: fc.oneof(fc.constant(0), fc.double({ min: 0.001, max: 10, noNaN: true })),
+              ahead: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 100, noNaN: true })),
+              allowance: fc.oneof(fc.constant(0), tokens, fc.constant(1e12)),
+              fleet: fc.constantFrom(0, 1, 3, 20),
+            })
+            .map((x) => {
+              const req = { ...s, ...x, min: Math.min(x.min, x.want) };
+              return run(`sync ${JSON.stringify(req)}`, tokenBucketSync, () => req);
+            }),
           advance(2000),
         ),
         { maxLength: 40 },
@@ -329,8 +349,27 @@ const concurrency: ModelSpec = {
     ),
 };
 
+const fleet: ModelSpec = {
+  name: 'fleet heartbeat',
+  start: 1_700_000_000_000,
+  runs: 60,
+  // One window per run, as a fleet has: the key's TTL is the window of the last beat.
+  steps: fc.constantFrom(1, 1000, 5000).chain((windowMs) =>
+    fc.array(
+      fc.oneof(
+        fc
+          .constantFrom('a', 'b', 'c', 'd')
+          .map((id) => run(`heartbeat ${id} ${windowMs}`, fleetHeartbeat, () => ({ id, windowMs }))),
+        advance(3000),
+      ),
+      { maxLength: 40 },
+    ),
+  ),
+};
+
 export const MODEL_SPECS: readonly ModelSpec[] = [
   tokenBucket,
+  fleet,
   windowSpec('fixed window', fixedWindowAcquire, fixedWindowRelease, [1, 1000, 60_000], 1_700_000_000_000),
   // Windows opening at the first grant: fractional indexes, and starts off the epoch grid (the
   // odd clock start and the 7 ms windows keep them off it).

@@ -1,0 +1,50 @@
+-- Token bucket dialogue of one instance in one step: debit what it admitted under its allowance,
+-- credit leased tokens it hands back, then grant an allowance (nothing debited) when the bucket is
+-- far from empty, else a lease as token_bucket_acquire does. Port of sync() in
+-- src/algorithms/tokenBucket.ts: keep the arithmetic in the same order.
+--
+-- KEYS[1]  hash  bucket: l = level (tokens, may be negative), t = store time in ms
+-- Returns  { granted, allowance, level_before, now } as strings
+
+local bucket = KEYS[1]
+local rate = number_arg(1, 'rate', false)            -- tokens added per period
+local period = number_arg(2, 'period_ms', false)     -- period in ms
+local burst = number_arg(3, 'burst', false)          -- capacity
+local used = number_arg(4, 'used', true)             -- tokens admitted under the allowance: debited
+local returned = number_arg(5, 'returned', true)     -- leased tokens handed back: credited
+local want = number_arg(6, 'want', true)             -- lease wanted when no allowance is granted
+local min = number_arg(7, 'min', true)               -- fewest tokens worth granting
+local ahead = number_arg(8, 'ahead', true)           -- how far below zero a lease may go
+local allowance = number_arg(9, 'allowance', true)   -- most allowance wanted
+local fleet = number_arg(10, 'fleet', true)          -- instances sharing the limits (0: unknown)
+local now = now_arg(11)                              -- ms
+
+local refilled, ts = bucket_level(bucket, now, rate, period, burst)
+-- A debt from reported usage stops at one burst; a level leases already took lower stays.
+local settled = math.min(burst, refilled + returned)
+local level = math.max(settled - used, math.min(settled, -burst))
+local granted_allowance = 0
+if allowance > 0 and fleet >= 1 and level >= burst / 2 then
+  granted_allowance = math.min(allowance, math.floor(level / (2 * fleet)))
+  if granted_allowance < math.max(1, min, want) then granted_allowance = 0 end
+end
+local granted = 0
+if granted_allowance == 0 and want > 0 then
+  local room = level + ahead
+  if room >= want then granted = want elseif min > 0 and room >= min then granted = room end
+end
+local reply = { fmt(granted), fmt(granted_allowance), fmt(level), fmt(now) }
+
+local settles = used > 0 or (returned > 0 and ts ~= nil)
+if not settles and granted == 0 then
+  -- Nothing written, unless the clock went backwards (as for a refusal in token_bucket_acquire).
+  if ts ~= nil and now < ts then
+    redis.call('HSET', bucket, 'l', fmt(level), 't', fmt(now))
+    expire_in(bucket, math.ceil(((burst - level) * period) / rate) + 1)
+  end
+  return reply
+end
+local next_level = level - granted
+redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
+expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+return reply

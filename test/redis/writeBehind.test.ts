@@ -1,0 +1,102 @@
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { Limiter, RedisStore } from '../../src/index.js';
+import { storageKey } from '../../src/stores/keys.js';
+import { closeAllClients, trackClient, uniquePrefix } from '../support/clients.js';
+
+afterAll(closeAllClients);
+
+const BURST = 200;
+// No refill worth counting while a test runs: one token a day.
+const policy = (writeBehind: boolean) => ({
+  p: {
+    algorithm: 'token-bucket' as const,
+    rate: 1,
+    period: '1d' as const,
+    burst: BURST,
+    lease: { writeBehind },
+  },
+});
+
+/** Limiters with their own connections, on a virtual limiter clock so the fleet is counted on demand. */
+async function fleet(n: number, prefix: string, writeBehind: boolean) {
+  let t = 1_000_000;
+  const now = () => t;
+  const members = await Promise.all(
+    Array.from({ length: n }, async () => {
+      const client = trackClient(
+        new Redis(inject('redisUrl'), { enableOfflineQueue: false, autoResendUnfulfilledCommands: false }),
+      );
+      const store = new RedisStore({ client, prefix, timeoutMs: 2000 });
+      await store.ready();
+      return {
+        store,
+        limiter: new Limiter({ store, policies: policy(writeBehind), now, sweepIntervalMs: 0 }),
+      };
+    }),
+  );
+  // Two heartbeats a second apart: from the second on, every instance knows the whole fleet.
+  for (let beat = 0; beat < 2; beat++) {
+    for (const m of members) m.limiter.sweep();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    t += 1000;
+  }
+  return members;
+}
+
+async function burstOf(members: Awaited<ReturnType<typeof fleet>>, key: string, requests: number) {
+  const decisions = await Promise.all(
+    Array.from({ length: requests }, (_, i) => members[i % members.length]!.limiter.consume('p', key)),
+  );
+  return decisions.filter((d) => d.allowed).length;
+}
+
+describe('write-behind allowances on real Redis', () => {
+  it('20 instances admit at most a quarter of the burst, plus one first sight each, beyond the bucket; close() reports all', async () => {
+    const prefix = uniquePrefix('wb');
+    const members = await fleet(20, prefix, true);
+    // A quiet period first: every instance sees the key once, learns it is far from its limit.
+    expect(await burstOf(members, 'k', 20), 'far from the limit nothing is refused').toBe(20);
+    const admitted = 20 + (await burstOf(members, 'k', 1000));
+    expect(admitted, 'the exact bucket admits the burst').toBeGreaterThanOrEqual(BURST);
+    expect(admitted, 'the stated bound').toBeLessThanOrEqual(BURST + BURST / 4 + 20);
+    await Promise.all(members.map((m) => m.limiter.close()));
+    const admin = trackClient(new Redis(inject('redisUrl')));
+    const level = Number(
+      await admin.hget(members[0]!.store.redisKey(storageKey('token-bucket', 'p', 'k')), 'l'),
+    );
+    // Every admission reported, every unused leased token handed back (the debt stops at -burst).
+    expect(level, 'the store knows what the fleet admitted').toBeCloseTo(
+      Math.max(-BURST, BURST - admitted),
+      0,
+    );
+    await Promise.all(members.map((m) => m.store.close()));
+  });
+
+  it('with writeBehind false, 20 instances never admit more than the burst', async () => {
+    const members = await fleet(20, uniquePrefix('nowb'), false);
+    expect(await burstOf(members, 'k', 1000)).toBeLessThanOrEqual(BURST);
+    await Promise.all(members.map((m) => m.limiter.close()));
+    await Promise.all(members.map((m) => m.store.close()));
+  });
+
+  it('a tail of keys far from their limit is decided locally: one sync per key, batched into few round trips', async () => {
+    const [member] = await fleet(1, uniquePrefix('tail'), true);
+    const { limiter, store } = member!;
+    const before = store.roundTrips;
+    let allowed = 0;
+    for (let round = 0; round < 20; round++) {
+      const decisions = await Promise.all(
+        Array.from({ length: 500 }, (_, i) => limiter.consume('p', `key-${i}`)),
+      );
+      allowed += decisions.filter((d) => d.allowed).length;
+    }
+    expect(allowed, 'nothing refused far from the limit').toBe(10_000);
+    expect(limiter.stats().storeCalls, 'one sync per key: its first sight').toBeLessThanOrEqual(500);
+    expect(store.roundTrips - before, 'the first sights of 500 keys share round trips').toBeLessThanOrEqual(
+      20,
+    );
+    await limiter.close();
+    await store.close();
+  });
+});
