@@ -570,8 +570,11 @@ function identify(
         : listed !== undefined
           ? `apiKey=${peer.apiKey}`
           : `ip=${peer.ipKey}`;
+  // Fields listed, not spread: a spread copies through a slow generic path on every request.
   return {
-    ...peer,
+    apiKey: peer.apiKey,
+    ip: peer.ip,
+    ipKey: peer.ipKey,
     client,
     plan: listed ?? set.defaultPlan,
     listedApiKey: listed !== undefined ? peer.apiKey : undefined,

@@ -101,7 +101,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
         `expected one of ${HOOKS.map((h) => `'${h}'`).join(', ')}, got ${JSON.stringify(hook)}`,
       );
     }
-    const handler = routeHandler(merged);
+    const handler = routeHandler(merged, route.url);
     const existing = route[hook] as onRequestHookHandler | onRequestHookHandler[] | undefined;
     (route as unknown as Record<string, unknown>)[hook] = [
       ...(existing === undefined ? [] : [existing].flat()),
@@ -110,7 +110,10 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
   });
 };
 
-function routeHandler(o: FastifyOptions): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+function routeHandler(
+  o: FastifyOptions,
+  pattern: string,
+): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   const withKey = (fn: ((req: FastifyRequest, key: string, info: RateLimitInfo) => void) | undefined) =>
     fn && ((req: FastifyRequest, info: RateLimitInfo) => fn(req, info.key, info));
   const core = new RateLimitCore<FastifyRequest>(
@@ -121,7 +124,8 @@ function routeHandler(o: FastifyOptions): (request: FastifyRequest, reply: Fasti
       onExceeded: withKey(o.onExceeded),
       onShadowExceeded: withKey(o.onShadowExceeded),
     },
-    fastifyView,
+    // The route's pattern is known here; `request.routeOptions` builds a new object per read.
+    (request) => viewOf(request, pattern),
   );
   return async (request, reply) => {
     const outcome = await core.check(request);
@@ -151,10 +155,14 @@ function routeHandler(o: FastifyOptions): (request: FastifyRequest, reply: Fasti
 
 /** What the limiter reads from a Fastify request; the route pattern comes from the router. */
 export function fastifyView(request: FastifyRequest): RequestView {
+  return viewOf(request, request.routeOptions.url);
+}
+
+function viewOf(request: FastifyRequest, routePattern: string | undefined): RequestView {
   return {
     method: request.method,
     path: pathOf(request.url),
-    routePattern: request.routeOptions.url,
+    routePattern,
     headers: request.headers,
     remoteAddress: request.socket.remoteAddress,
   };
