@@ -415,11 +415,17 @@ export class RateLimitCore<Req> {
   ): Outcome {
     const o = this.#o;
     const now = this.#now();
-    const enforced = results.filter((r) => r.enforced && r.decision);
-    const refused = enforced.some((r) => !r.decision!.allowed);
-    const shadowExceeded = results
-      .filter((r) => !r.enforced && r.decision?.allowed === false)
-      .map((r) => r.name);
+    // One pass, no intermediate arrays: this runs for every request.
+    const enforced: RuleResult[] = [];
+    const shadowExceeded: string[] = [];
+    let refused = false;
+    for (const r of results) {
+      if (r.enforced) {
+        if (r.decision === undefined) continue;
+        enforced.push(r);
+        if (!r.decision.allowed) refused = true;
+      } else if (r.decision?.allowed === false) shadowExceeded.push(r.name);
+    }
     const states = enforced.map((r) => state(r, windows.get(r)!, ids.client));
     const retryAfter = refused ? retryAfterSeconds(states) : undefined;
     if (retryAfter !== undefined) {
@@ -608,16 +614,17 @@ function state(r: RuleResult, windowSeconds: number, client: string): RuleState 
 
 /** The rule single-limit headers report: the refusing one that frees up last, else the one closest to its limit. */
 function primary(results: readonly RuleResult[]): RuleResult | undefined {
-  const refused = results.filter((r) => !r.decision!.allowed);
-  if (refused.length > 0) {
-    return refused.reduce((a, b) => (b.decision!.retryAfterMs > a.decision!.retryAfterMs ? b : a));
-  }
-  let best: RuleResult | undefined;
+  let latest: RuleResult | undefined;
+  let closest: RuleResult | undefined;
   for (const r of results) {
     const d = r.decision!;
-    if (!best || d.remaining / d.limit < best.decision!.remaining / best.decision!.limit) best = r;
+    if (!d.allowed) {
+      if (!latest || d.retryAfterMs > latest.decision!.retryAfterMs) latest = r;
+    } else if (!closest || d.remaining / d.limit < closest.decision!.remaining / closest.decision!.limit) {
+      closest = r;
+    }
   }
-  return best;
+  return latest ?? closest;
 }
 
 function compileHide<Req>(
