@@ -8,6 +8,12 @@ export interface BenchContext {
   readonly runId: string;
   /** Node runs on NODE_CPU and (when the bench owns it) redis-server on REDIS_CPU. */
   readonly pinned: boolean;
+  /**
+   * HTTP servers get NODE_CPU to themselves, the load generator moves to REDIS_CPU. Only on a
+   * quiet machine: with other load, a server held to one CPU measured its CPU per request up to
+   * ten times higher and erratic, unpinned it stayed steady.
+   */
+  readonly pinHttp: boolean;
   /** Progress, to stderr: stdout carries only the table. */
   log(message: string): void;
 }

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { type Counters, contestant, describeCounters } from './contestants.js';
 import type { BenchContext } from './context.js';
-import { NODE_CPU, pin, REDIS_CPU } from './pin.js';
+import { ANY_CPU, NODE_CPU, pin, REDIS_CPU } from './pin.js';
 import { type BenchOutput, ms, percentSpread, type Row, si, signedMs, type TargetCheck } from './report.js';
 import { median, quantileSorted, summarize } from './stats.js';
 
@@ -38,8 +38,8 @@ async function reply<T>(child: ChildProcess, key: string): Promise<T> {
 
 /**
  * Starts one server process (`script` in bench/, answering the IPC protocol of http-server.ts).
- * When the run is pinned, the server gets NODE_CPU to itself and the load generator (this
- * process) moves next to Redis: see `pinLoadGenerator`.
+ * With `ctx.pinHttp` the server gets NODE_CPU to itself and the load generator (this process)
+ * moves next to Redis: see `withLoadGeneratorPinned`.
  */
 export async function startServer(
   ctx: BenchContext,
@@ -51,7 +51,7 @@ export async function startServer(
     execArgv: ['--import', 'tsx'],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  if (ctx.pinned && child.pid !== undefined) pin(child.pid, NODE_CPU);
+  if (ctx.pinHttp && child.pid !== undefined) pin(child.pid, NODE_CPU);
   const exited = once(child, 'exit').then(([code]) => {
     throw new Error(`HTTP server for ${id} exited with ${String(code)} before listening`);
   });
@@ -192,12 +192,12 @@ export async function runHttp(ctx: BenchContext): Promise<BenchOutput> {
 }
 
 /**
- * Servers run on NODE_CPU (they inherit it or are pinned there); autocannon runs in this process,
- * which moves to REDIS_CPU for the duration so it does not take the server's CPU.
+ * Places this process (autocannon) for an HTTP section: next to Redis when the servers are pinned,
+ * else on any CPU so the servers it forks inherit that too. Restores NODE_CPU afterwards.
  */
 export async function withLoadGeneratorPinned<T>(ctx: BenchContext, run: () => Promise<T>): Promise<T> {
   if (!ctx.pinned) return run();
-  pin(process.pid, REDIS_CPU);
+  pin(process.pid, ctx.pinHttp ? REDIS_CPU : ANY_CPU);
   try {
     return await run();
   } finally {

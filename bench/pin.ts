@@ -8,6 +8,7 @@ import { cpus } from 'node:os';
  */
 export const NODE_CPU = 0;
 export const REDIS_CPU = 1;
+export const ANY_CPU = `${NODE_CPU},${REDIS_CPU}`;
 
 /** True when pinning can work here: taskset exists and there are two CPUs to split. */
 export function canPin(): boolean {
@@ -20,8 +21,8 @@ export function canPin(): boolean {
   }
 }
 
-/** Pins every thread of `pid` to `cpu`; false when taskset refused (the run goes on unpinned). */
-export function pin(pid: number, cpu: number): boolean {
+/** Pins every thread of `pid` to `cpu` (a taskset CPU list); false when taskset refused. */
+export function pin(pid: number, cpu: number | string): boolean {
   try {
     execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' });
     return true;

@@ -79,6 +79,7 @@ const ctx: BenchContext = {
   profile,
   redis,
   pinned,
+  pinHttp: pinned && loadAtStart < cpus().length,
   runId: `bench:${randomUUID().slice(0, 8)}`,
   log: (m) => process.stderr.write(`[bench] ${m}\n`),
 };
@@ -106,7 +107,7 @@ const environment = [
   `commit ${gitCommit()}`,
   `profile ${profile.name} (${seconds.toFixed(0)} s)`,
   pinned
-    ? `pinned: node CPU ${NODE_CPU}, redis-server CPU ${redis.pid === undefined ? '(shared, not pinned)' : REDIS_CPU}`
+    ? `pinned: node CPU ${NODE_CPU}, redis-server CPU ${redis.pid === undefined ? '(shared, not pinned)' : REDIS_CPU}, HTTP servers ${ctx.pinHttp ? `CPU ${NODE_CPU} (load generator CPU ${REDIS_CPU})` : 'not pinned (machine loaded at start)'}`
     : 'not pinned',
   `node ${process.version}`,
   `redis ${redis.version}`,
