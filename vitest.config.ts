@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    // test/compat/fastify keeps @fastify/rate-limit's own tests as JavaScript, as written upstream.
+    include: ['test/**/*.test.ts', 'test/compat/**/*.test.js'],
     // Starts one shared redis-server and one 3-master cluster for the whole run.
     globalSetup: ['test/support/globalSetup.ts'],
     testTimeout: 30_000,

@@ -1,10 +1,18 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { ConfigError } from '../errors.js';
+import type { Limiter } from '../limiter.js';
 import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
+import { type PeerFastifyOptions, type RateLimitResult, registerPeer } from './fastifyPeer.js';
 import type { Refusal } from './node.js';
 import { pathOf, type RequestView } from './request.js';
 
 export type { RateLimitInfo } from './core.js';
+export {
+  normalizeIP,
+  type PeerErrorContext,
+  type PeerFastifyOptions,
+  type RateLimitResult,
+} from './fastifyPeer.js';
 export type { Refusal } from './node.js';
 
 /** The hooks the check can run in (all take `(request, reply)`). */
@@ -60,7 +68,13 @@ export type RouteRateLimit = Partial<FastifyOptions>;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    rateLimit?: RouteRateLimit | false;
+    rateLimit?: RouteRateLimit | PeerFastifyOptions | false;
+  }
+  interface FastifyInstance {
+    /** Without a `limiter`: a hook handler limiting whatever it is added to (e.g. the not-found handler). */
+    rateLimit(options?: PeerFastifyOptions): (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+    /** Without a `limiter`: a function deciding a request by hand (counts it). */
+    createRateLimit(options?: PeerFastifyOptions): (req: FastifyRequest) => Promise<RateLimitResult>;
   }
   interface FastifyRequest {
     /** Set by tokenlease's rate-limit plugin on limited routes. */
@@ -80,7 +94,10 @@ const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandl
  * app.post('/reports', { config: { rateLimit: { cost: 20 } } }, handler);
  * ```
  */
-const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, options) => {
+const plugin: FastifyPluginAsync<FastifyRateLimitOptions | PeerFastifyOptions> = async (fastify, raw) => {
+  if ((raw as { limiter?: Limiter }).limiter === undefined)
+    return registerPeer(fastify, raw as PeerFastifyOptions);
+  const options = raw as FastifyRateLimitOptions;
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   const global = options.global ?? true;
   fastify.addHook('onRoute', (route) => {
@@ -93,7 +110,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions> = async (fastify, opti
       );
     }
     const { global: _ignored, ...base } = options;
-    const merged: FastifyOptions = { ...base, ...config };
+    const merged: FastifyOptions = { ...base, ...(config as RouteRateLimit | undefined) };
     const hook = merged.hook ?? 'onRequest';
     if (!HOOKS.includes(hook)) {
       throw new ConfigError(

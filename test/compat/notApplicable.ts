@@ -12,3 +12,8 @@ export function notApplicable(name: string, reason: string): void {
 export function deliberatelyDifferent(name: string, reason: string): void {
   it.skip(`${name} [deliberately different: ${reason}]`, () => {});
 }
+
+/** An upstream test of behaviour tokenlease does not offer yet: applicable, and not passing. */
+export function notYetSupported(name: string, reason: string): void {
+  it.skip(`${name} [not supported yet: ${reason}]`, () => {});
+}
