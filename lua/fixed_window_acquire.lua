@@ -47,8 +47,10 @@ local function window_index(t)
   return y * 12 + m - 1
 end
 
+-- A first-hit index is fractional (start / window_ms): rounded to the microsecond, its product is
+-- the start again rather than a hair off it (which would round a whole second up in headers).
 local function window_start(index)
-  if window_ms > 0 then return index * window_ms end
+  if window_ms > 0 then return math.floor(index * window_ms * 1000 + 0.5) / 1000 end
   local y = math.floor(index / 12)
   return days_from_civil(y, index - y * 12 + 1) * 86400000
 end

@@ -36,7 +36,9 @@ export function windowIndex(now: number, windowMs: number): number {
 
 /** Start in ms of window `index`. */
 export function windowStart(index: number, windowMs: number): number {
-  if (windowMs !== MONTH) return index * windowMs;
+  // A first-hit index is fractional (start / windowMs): rounded to the microsecond, its product is
+  // the start again rather than a hair off it (which would round a whole second up in headers).
+  if (windowMs !== MONTH) return Math.round(index * windowMs * 1000) / 1000;
   return Date.UTC(Math.floor(index / 12), index % 12, 1);
 }
 

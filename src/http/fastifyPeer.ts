@@ -17,6 +17,8 @@ import { ConfigError } from '../errors.js';
 import { Limiter } from '../limiter.js';
 import type { PolicyConfig, WindowLeaseOptions } from '../policy.js';
 import { MemoryStore } from '../stores/memoryStore.js';
+import type { RedisClient } from '../stores/redisClient.js';
+import { RedisStore } from '../stores/redisStore.js';
 import type { Store } from '../stores/store.js';
 import { ipKey, parseHop } from './clientIp.js';
 
@@ -71,6 +73,10 @@ export interface PeerFastifyOptions {
   enableDraftSpec?: boolean;
   /** Where the counts live (a `RedisStore` to share them). @default new MemoryStore() */
   store?: Store;
+  /** As in @fastify/rate-limit: an ioredis client, counted in a `RedisStore` on it (unless `store`). */
+  redis?: RedisClient;
+  /** Key prefix of the `RedisStore` made for `redis`. @default 'fastify-rate-limit-' */
+  nameSpace?: string;
   /** Leasing of the built policies. @default 'exact' */
   lease?: WindowLeaseOptions | 'exact';
   /** Route config only: routes with one groupId share their counts. */
@@ -123,8 +129,19 @@ export class PeerRateLimit {
   #scopes = 0;
   readonly global: Params;
 
+  /** A store made here (from `redis`), closed with the plugin. */
+  readonly #owned: Store | undefined;
+
   constructor(options: PeerFastifyOptions) {
-    this.#limiter = { instance: undefined, store: options.store ?? new MemoryStore(), policies: {} };
+    this.#owned =
+      options.store === undefined && options.redis !== undefined
+        ? new RedisStore({ client: options.redis, prefix: options.nameSpace ?? 'fastify-rate-limit-' })
+        : undefined;
+    this.#limiter = {
+      instance: undefined,
+      store: options.store ?? this.#owned ?? new MemoryStore(),
+      policies: {},
+    };
     this.global = this.#params(options, 'plugin');
   }
 
@@ -281,8 +298,25 @@ export class PeerRateLimit {
     return l.instance;
   }
 
-  close(): Promise<void> {
-    return this.#limiter.instance?.close() ?? Promise.resolve();
+  /**
+   * Waits (at most `waitMs`) for the connection of a store made from `redis`: calls made before it
+   * is ready would be decided by the fail policy. Fastify awaits it while registering the plugin.
+   */
+  async ready(waitMs = 2000): Promise<void> {
+    const store = this.#owned as RedisStore | undefined;
+    if (!store) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+      timer.unref();
+    });
+    await Promise.race([store.ready().catch(() => {}), timeout]);
+    clearTimeout(timer);
+  }
+
+  async close(): Promise<void> {
+    await this.#limiter.instance?.close();
+    await this.#owned?.close();
   }
 }
 
@@ -333,4 +367,5 @@ export async function registerPeer(fastify: FastifyInstance, options: PeerFastif
     ];
   });
   fastify.addHook('onClose', () => plugin.close());
+  await plugin.ready();
 }

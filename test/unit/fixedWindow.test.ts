@@ -137,6 +137,18 @@ describe('fixed window anchored at the first hit', () => {
     }
   });
 
+  it('later hits see the window end exactly: start + length', () => {
+    for (const windowMs of [120_000, 86_400_000, 5_000]) {
+      for (const start of [1_764_581_234_567, 1_700_000_000_001, 1_764_590_000_123]) {
+        const { state } = acquire(undefined, start, first(1, windowMs));
+        for (const later of [0, 1, 999]) {
+          const r = acquire(state, start + later, first(1, windowMs)).result;
+          expect(r.msLeft, `${windowMs} from ${start}, ${later} ms later`).toBe(windowMs - later);
+        }
+      }
+    }
+  });
+
   it('a clock that went back stays in the stored window', () => {
     const { state } = acquire(undefined, t0, first(5));
     expect(acquire(state, t0 - 10, first(1)).result.granted).toBe(0);

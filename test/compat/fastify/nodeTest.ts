@@ -4,7 +4,9 @@
  * test fails unless exactly `n` assertions ran, as under node:test.
  */
 import assert from 'node:assert/strict';
-import { afterEach, it, vi } from 'vitest';
+import { afterEach, describe, it, vi } from 'vitest';
+
+export { describe };
 
 interface TestContext {
   plan(n: number): void;
