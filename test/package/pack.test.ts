@@ -56,10 +56,10 @@ let manifest: { exports: Record<string, unknown>; dependencies: Record<string, s
 function scratch(name: string, ioredisDir: string): string {
   const dir = join(work, name);
   const modules = join(dir, 'node_modules');
-  mkdirSync(join(modules, '@types'), { recursive: true });
-  mkdirSync(join(modules, '@opentelemetry'), { recursive: true });
   cpSync(join(work, 'unpacked/package'), join(modules, 'tokenlease'), { recursive: true });
   for (const dep of [...Object.keys(manifest.dependencies), ...SAMPLE_DEPS]) {
+    // A scoped package (`@lukeed/ms`, `@types/node`) lives in its scope's folder.
+    mkdirSync(dirname(join(modules, dep)), { recursive: true });
     symlinkSync(join(root, 'node_modules', dep), join(modules, dep), 'dir');
   }
   symlinkSync(join(root, 'node_modules', ioredisDir), join(modules, 'ioredis'), 'dir');
