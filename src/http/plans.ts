@@ -13,6 +13,7 @@ import {
   parseDocument,
   visit,
 } from 'yaml';
+import { MAX_TIMER_MS, MIN_DURATION_MS } from '../duration.js';
 import { ConfigError, TokenleaseError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { compilePolicy, type PolicyConfig } from '../policy.js';
@@ -155,8 +156,11 @@ export class Plans {
       throw new ConfigError('limiter', 'expected the tokenlease Limiter that uses these plans');
     }
     const debounce = options.debounceMs ?? 100;
-    if (!(debounce >= 0 && Number.isFinite(debounce))) {
-      throw new ConfigError('debounceMs', `expected a number of ms >= 0, got ${String(debounce)}`);
+    if (!(debounce >= 0 && debounce <= MAX_TIMER_MS)) {
+      throw new ConfigError(
+        'debounceMs',
+        `expected a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(debounce)}`,
+      );
     }
     this.close();
     this.#watch = options;
@@ -167,8 +171,11 @@ export class Plans {
     };
     if (options.pollIntervalMs !== undefined) {
       const interval = options.pollIntervalMs;
-      if (!(interval > 0 && Number.isFinite(interval))) {
-        throw new ConfigError('pollIntervalMs', `expected a number of ms > 0, got ${String(interval)}`);
+      if (!(interval >= MIN_DURATION_MS && interval <= MAX_TIMER_MS)) {
+        throw new ConfigError(
+          'pollIntervalMs',
+          `expected a number of ms from ${MIN_DURATION_MS} to ${MAX_TIMER_MS}, got ${String(interval)}`,
+        );
       }
       watchFile(this.source, { interval, persistent: false }, schedule);
       this.#poller = schedule;

@@ -108,3 +108,28 @@ describe('the plans file (issue 13 item 12)', () => {
     expect(plans.ruleSet().keys.size).toBe(10);
   });
 });
+
+describe('watch options are bounded like durations', () => {
+  it.each([
+    [{ debounceMs: -1 }, 'debounceMs'],
+    [{ debounceMs: 2 ** 31 }, 'debounceMs'],
+    [{ pollIntervalMs: 0.5 }, 'pollIntervalMs'],
+    [{ pollIntervalMs: 1e13 }, 'pollIntervalMs'],
+  ])('%j is refused naming %s and the range', (options, field) => {
+    const path = tempFile(plansText(1));
+    const plans = Plans.fromFile(path);
+    const limiter = new Limiter({ policies: plans.policies, sweepIntervalMs: 0 });
+    cleanup.push(
+      () => limiter.close(),
+      () => plans.close(),
+    );
+    let caught: unknown;
+    try {
+      plans.watch({ limiter, ...options });
+    } catch (err) {
+      caught = err;
+    }
+    expect((caught as { field?: string }).field).toBe(field);
+    expect(String(caught)).toMatch(/from \d+ to 2147483647/);
+  });
+});
