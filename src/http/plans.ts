@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type FSWatcher, readFileSync, statSync, unwatchFile, watch, watchFile } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { load, YAMLException } from 'js-yaml';
+import { CORE_SCHEMA, load, realMapTag, YAMLException } from 'js-yaml';
 import {
   type Document,
   isMap,
@@ -316,12 +316,15 @@ function compilePlans(text: string, source: string): Compiled {
 
   let data: unknown;
   try {
-    data = load(text, { maxAliases: 100 });
+    const loaded = load(text, { schema: SCHEMA, maxAliases: 100 });
+    // Without a `*` there is no alias, and nothing to expand.
+    if (text.includes('*') && !withinSize(loaded, NODES_PER_CHAR * text.length + 1000)) {
+      throw new PlansError(source, 'aliases expand to too much data (an alias bomb?)');
+    }
+    data = plainTop(loaded);
   } catch (err) {
+    if (err instanceof PlansError) throw err;
     throw syntaxError(err, document(), source);
-  }
-  if (!withinSize(data, NODES_PER_CHAR * text.length + 1000)) {
-    throw new PlansError(source, 'aliases expand to too much data (an alias bomb?)');
   }
 
   /** Throws naming the place of `path` (its key when `at` is 'key', else its value). */
@@ -387,10 +390,10 @@ function compilePlans(text: string, source: string): Compiled {
   const knownPlans = () => [...plans.keys()].map((p) => JSON.stringify(p)).join(', ') || 'none';
   const keys = new Map<string, string>();
   const rawKeys =
-    top.keys === undefined
-      ? {}
+    top.keys === undefined || top.keys instanceof Map
+      ? ((top.keys as Map<string, unknown> | undefined) ?? new Map<string, unknown>())
       : mapping(top.keys, ['keys'], fail, 'keys: a mapping of API keys to plan names');
-  for (const [key, plan] of Object.entries(rawKeys)) {
+  for (const [key, plan] of rawKeys instanceof Map ? rawKeys : Object.entries(rawKeys)) {
     if (!API_KEY.test(key))
       fail(['keys', key], 'API keys are 1-256 printable ASCII characters without spaces', 'key');
     if (typeof plan !== 'string' || !plans.has(plan)) {
@@ -455,14 +458,54 @@ function syntaxError(
  * billions of nodes later (when policies are compared or serialised).
  */
 function withinSize(data: unknown, budget: number): boolean {
-  const stack = [data];
-  let nodes = 0;
+  const stack: object[] = typeof data === 'object' && data !== null ? [data] : [];
+  let nodes = 1;
   while (stack.length > 0) {
-    const node = stack.pop();
-    if (++nodes > budget) return false;
-    if (typeof node === 'object' && node !== null) for (const child of Object.values(node)) stack.push(child);
+    const node = stack.pop()!;
+    const children = node instanceof Map ? [...node.values()] : Object.values(node);
+    nodes += children.length;
+    if (nodes > budget) return false;
+    for (const child of children) if (typeof child === 'object' && child !== null) stack.push(child);
   }
   return true;
+}
+
+/** YAML 1.2 core schema, mappings as `Map`s (see `plainTop`). */
+const SCHEMA = CORE_SCHEMA.withTags(realMapTag);
+
+/**
+ * Mappings come from js-yaml as `Map`s: enumerating a plain object of 100 000 keys costs more than
+ * parsing them. Every mapping becomes a plain object (keys as strings, as YAML-to-JSON has them)
+ * except the top-level `keys`, which stays a `Map` of strings for the one loop over it.
+ */
+function plainTop(data: unknown): unknown {
+  if (!(data instanceof Map)) return plain(data);
+  return fromMap(data, (name, value) =>
+    name === 'keys' && value instanceof Map ? stringKeys(value) : plain(value),
+  );
+}
+
+function plain(value: unknown): unknown {
+  if (value instanceof Map) return fromMap(value, (_name, v) => plain(v));
+  if (Array.isArray(value)) return value.map(plain);
+  return value;
+}
+
+/** `fromEntries` defines `__proto__` as an own key rather than setting the prototype. */
+function fromMap(map: Map<unknown, unknown>, convert: (name: string, value: unknown) => unknown): object {
+  const names = stringKeys(map);
+  return Object.fromEntries([...names].map(([name, value]) => [name, convert(name, value)]));
+}
+
+/** The map with its keys as strings; two keys with one string form (`1` and `"1"`) are duplicates. */
+function stringKeys(map: Map<unknown, unknown>): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  for (const [key, value] of map) {
+    const name = String(key);
+    if (out.has(name)) throw new YAMLException(`duplicated mapping key ${JSON.stringify(name)}`);
+    out.set(name, value);
+  }
+  return out;
 }
 
 /** The first key of any mapping that repeats an earlier key of the same mapping. */
