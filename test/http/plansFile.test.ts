@@ -59,6 +59,14 @@ describe('the plans file (issue 13 item 12)', () => {
     );
   });
 
+  it('keys with one string form are duplicates (`1` and "1"), and `__proto__` is just a key', () => {
+    expect(() => Plans.parse(`${plansText(1)}  1: free\n  "1": free\n`, 'plans.yaml')).toThrow(
+      'plans.yaml:8:3: Map keys must be unique (DUPLICATE_KEY)',
+    );
+    const plans = Plans.parse(`${plansText(1)}  __proto__: free\n  12345: free\n`);
+    expect([...plans.ruleSet().keys.keys()]).toEqual(['k_0', '__proto__', '12345']);
+  });
+
   it('a file caught half-written in place never goes live truncated; the whole one does', async () => {
     const full = plansText(2000, 7);
     const path = tempFile(plansText(2000, 5));
