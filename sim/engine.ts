@@ -1,14 +1,22 @@
-import { type Decision, Limiter, type LimiterStats, MemoryStore, type Store } from '../src/index.js';
+import { Limiter, type LimiterStats, MemoryStore, type Store } from '../src/index.js';
 import { createBalancer } from './balancer.js';
 import { VirtualClock } from './clock.js';
+import {
+  type CheckResult,
+  type Deployment,
+  exactPolicies,
+  type GatewayDecision,
+  type SimRequest,
+  singlePolicy,
+} from './deployment.js';
 import { LatencyStore, type SyncStore } from './latencyStore.js';
 import { policyModel } from './policies.js';
 import { exponential, stream, WeightedPicker, zipfWeights } from './random.js';
 import { loadAt, meanCost, peakLoad, type Scenario } from './scenario.js';
-import { type Admissions, emptyAdmissions } from './windows.js';
+import { type SeriesName, TimeSeries } from './series.js';
+import type { LogRecord } from './traffic.js';
+import { EnvelopeExcess, Gaps } from './windows.js';
 
-/** The policy's name inside every simulated limiter (it shows up in store keys). */
-export const POLICY = 'sim';
 /** Instances hand back expired leases this often (virtual ms), as the library's own timer would. */
 export const SWEEP_EVERY_MS = 100;
 /**
@@ -16,6 +24,8 @@ export const SWEEP_EVERY_MS = 100;
  * and still had at least this fraction of the limit left: the key was nowhere near empty.
  */
 export const NEAR_EMPTY_FRACTION = 0.1;
+/** Instances' LRU bound when the key count is not known up front (a replayed log). */
+const REPLAY_MAX_KEYS = 100_000;
 
 export interface RunOptions {
   /**
@@ -23,12 +33,21 @@ export interface RunOptions {
    * @default a MemoryStore on that clock
    */
   sharedStore?: (clock: VirtualClock) => SyncStore | Store;
-  /** Called now and then with the fraction of virtual time done. */
+  /** What the gateways run. @default the scenario's policy */
+  deployment?: Deployment;
+  /**
+   * Replays these requests (times in ms, in order) instead of generating the scenario's traffic.
+   * With `byInstance`, the log's instance column picks the gateway instead of the balancer.
+   */
+  replay?: { records: AsyncIterable<LogRecord>; byInstance: boolean };
+  /** Called now and then with the fraction of virtual time done (replays: the time reached, in ms). */
   onProgress?: (fraction: number) => void;
 }
 
 export interface InstanceRecord {
   id: number;
+  /** The log's instance name, when it picked the instance. */
+  name: string | null;
   joinedMs: number;
   leftMs: number | null;
   leave: 'close' | 'crash' | null;
@@ -37,22 +56,35 @@ export interface InstanceRecord {
   stats: LimiterStats;
 }
 
-/** Everything a run observed; `report.ts` turns it into numbers. */
+/** One limiter check's key (policy and key): the unit every bound holds for. */
+export interface CheckRecord {
+  policy: string;
+  clusterTokens: number;
+  exactTokens: number;
+  deniedBelowLimit: number;
+  envelope: EnvelopeExcess | undefined;
+  gaps: Gaps;
+}
+
+/** One client key: the unit drift per key class is reported for. */
+export interface ClientRecord {
+  requests: number;
+  offeredTokens: number;
+  clusterTokens: number;
+  exactTokens: number;
+  deniedBelowLimit: number;
+}
+
+/** Everything a run observed; `report.ts` turns it into numbers. O(keys) memory, not O(requests). */
 export interface RunRecord {
   scenario: Scenario;
+  deployment: Deployment;
+  /** Virtual time the traffic spanned (a replay's: first to last request). */
+  durationMs: number;
   bucketMs: number;
-  buckets: {
-    offered: number[];
-    admitted: number[];
-    exact: number[];
-    storeCalls: number[];
-    instances: number[];
-  };
-  /**
-   * Per key: tokens admitted by the cluster (at decision time) and by the exact reference, and the
-   * key's denials below the limit (the bounds the report checks hold per key).
-   */
-  keys: Map<string, KeyRecord>;
+  buckets: Record<SeriesName, number[]>;
+  checks: Map<string, CheckRecord>;
+  clients: Map<string, ClientRecord>;
   requests: number;
   retries: number;
   failed: number;
@@ -63,64 +95,47 @@ export interface RunRecord {
   exactTokens: number;
   deniedBelowLimit: number;
   storeCalls: number;
+  /** Store calls with the calls of one instance at one instant counted once (a batching store). */
+  roundTrips: number;
   referenceStoreCalls: number;
   peakInstances: number;
   instances: InstanceRecord[];
 }
 
-export interface KeyRecord {
-  cluster: Admissions;
-  exact: Admissions;
-  deniedBelowLimit: number;
-}
-
-interface Request {
-  key: string;
-  cost: number;
-  attempt: number;
-}
-
 interface Instance {
   record: Omit<InstanceRecord, 'stats'>;
   limiter: Limiter;
-}
-
-/** A bucket width giving about 120 points per plot, rounded to a readable value. */
-function bucketWidth(durationMs: number): number {
-  const raw = durationMs / 120;
-  const steps = [
-    100, 250, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 300_000, 600_000, 3_600_000,
-  ];
-  return steps.find((s) => s >= raw) ?? raw;
+  gateway: (req: SimRequest) => Promise<GatewayDecision>;
 }
 
 /**
- * Runs one scenario in virtual time: N real `Limiter`s sharing one store through modelled latency,
- * and the same request stream through the exact reference, a `Limiter` of the same policy in exact
- * mode on its own zero-latency store.
+ * Runs one scenario in virtual time: N gateway instances, each a real `Limiter` behind the
+ * deployment's rules, sharing one store through modelled latency, and the same request stream
+ * through the exact reference: the same deployment with every policy in exact mode on its own
+ * zero-latency store.
  */
 export async function simulate(scenario: Scenario, options: RunOptions = {}): Promise<RunRecord> {
-  const model = policyModel(scenario.policy);
+  const deployment = options.deployment ?? singlePolicy(scenario.policy);
+  const replay = options.replay;
   const clock = new VirtualClock();
   const random = (label: string) => stream(scenario.seed, label);
-  const arrivalRandom = random('arrivals');
-  const keyRandom = random('keys');
-  const costRandom = random('costs');
   const retryRandom = random('retry');
   const scaleRandom = random('scale');
+  const series = new TimeSeries(replay ? undefined : scenario.durationMs);
 
   const shared = new LatencyStore(
     options.sharedStore?.(clock) ?? new MemoryStore({ now: clock.now }),
     clock,
     scenario.latency,
     random('latency'),
+    () => series.add('storeCalls', clock.now(), 1),
   );
   // No eviction ever (every key fits), and no preallocating the library's default 100 000 slots
   // for each of dozens of limiters.
-  const maxKeys = scenario.traffic.keys.count;
+  const maxKeys = replay ? REPLAY_MAX_KEYS : scenario.traffic.keys.count;
   const referenceStore = new MemoryStore({ now: clock.now });
   let referenceStoreCalls = 0;
-  const reference = new Limiter({
+  const referenceLimiter = new Limiter({
     store: {
       run: (op, key, req) => {
         referenceStoreCalls++;
@@ -128,30 +143,21 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
       },
       close: () => referenceStore.close(),
     },
-    policies: { [POLICY]: model.exact },
+    policies: exactPolicies(deployment),
     now: clock.now,
     sweepIntervalMs: 0,
     maxKeys,
   });
-
-  const { durationMs, traffic } = scenario;
-  const bucketMs = bucketWidth(durationMs);
-  const bucketCount = Math.ceil(durationMs / bucketMs);
-  const series = () => new Array<number>(bucketCount).fill(0);
-  const buckets = {
-    offered: series(),
-    admitted: series(),
-    exact: series(),
-    storeCalls: series(),
-    instances: series(),
-  };
-  const bucketOf = (t: number) => Math.min(bucketCount - 1, Math.floor(t / bucketMs));
+  const reference = deployment.gateway(referenceLimiter);
 
   const record: RunRecord = {
     scenario,
-    bucketMs,
-    buckets,
-    keys: new Map(),
+    deployment,
+    durationMs: replay ? 0 : scenario.durationMs,
+    bucketMs: 0,
+    buckets: series.values,
+    checks: new Map(),
+    clients: new Map(),
     requests: 0,
     retries: 0,
     failed: 0,
@@ -162,6 +168,7 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
     exactTokens: 0,
     deniedBelowLimit: 0,
     storeCalls: 0,
+    roundTrips: 0,
     referenceStoreCalls: 0,
     peakInstances: 0,
     instances: [],
@@ -171,31 +178,38 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
   const all: Instance[] = [];
   const live: Instance[] = [];
   const byId = new Map<number, Instance>();
+  const byName = new Map<string, Instance>();
   const closing: Promise<void>[] = [];
   const balancer = createBalancer(scenario.balancer, random('balancer'));
+  const join = (name: string | null): Instance => {
+    const limiter = new Limiter({
+      store: shared.link(),
+      policies: deployment.policies,
+      now: clock.now,
+      sweepIntervalMs: 0,
+      maxKeys,
+    });
+    const instance: Instance = {
+      record: {
+        id: all.length,
+        name,
+        joinedMs: clock.now(),
+        leftMs: null,
+        leave: null,
+        decisions: 0,
+        admittedTokens: 0,
+      },
+      limiter,
+      gateway: deployment.gateway(limiter),
+    };
+    all.push(instance);
+    live.push(instance);
+    byId.set(instance.record.id, instance);
+    record.peakInstances = Math.max(record.peakInstances, live.length);
+    return instance;
+  };
   const scaleTo = (count: number, leave: 'close' | 'crash') => {
-    while (live.length < count) {
-      const instance: Instance = {
-        record: {
-          id: all.length,
-          joinedMs: clock.now(),
-          leftMs: null,
-          leave: null,
-          decisions: 0,
-          admittedTokens: 0,
-        },
-        limiter: new Limiter({
-          store: shared,
-          policies: { [POLICY]: scenario.policy },
-          now: clock.now,
-          sweepIntervalMs: 0,
-          maxKeys,
-        }),
-      };
-      all.push(instance);
-      live.push(instance);
-      byId.set(instance.record.id, instance);
-    }
+    while (live.length < count) join(null);
     while (live.length > count) {
       const [gone] = live.splice(Math.floor(scaleRandom() * live.length), 1);
       gone!.record.leftMs = clock.now();
@@ -203,70 +217,116 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
       // A crashed instance is simply never called again: its leases are lost with it.
       if (leave === 'close') closing.push(gone!.limiter.close());
     }
-    record.peakInstances = Math.max(record.peakInstances, live.length);
     balancer.members(live.map((i) => i.record.id));
   };
-  scaleTo(scenario.instances, 'close');
-  for (const event of scenario.autoscale) clock.at(event.atMs, () => scaleTo(event.instances, event.leave));
+  const byInstance = replay?.byInstance ?? false;
+  if (!byInstance) {
+    scaleTo(scenario.instances, 'close');
+    for (const event of scenario.autoscale) clock.at(event.atMs, () => scaleTo(event.instances, event.leave));
+  }
+  const pickInstance = (req: SimRequest): Instance => {
+    if (!byInstance) return byId.get(balancer.pick(req.key))!;
+    const name = req.instance ?? '';
+    let instance = byName.get(name);
+    if (!instance) {
+      instance = join(name);
+      byName.set(name, instance);
+    }
+    return instance;
+  };
 
-  // --- Requests ------------------------------------------------------------------------------
-  const keyNames = Array.from({ length: traffic.keys.count }, (_, i) => `key-${i}`);
-  const keyPicker = new WeightedPicker(zipfWeights(traffic.keys.count, traffic.keys.zipf));
-  const costPicker = new WeightedPicker(traffic.costs.map((c) => c.weight));
-  const keyRecord = (key: string) => {
-    let r = record.keys.get(key);
+  // --- Per-key records -----------------------------------------------------------------------
+  const checkRecord = (c: CheckResult): CheckRecord => {
+    const id = `${c.policy}\u0000${c.key}`;
+    let r = record.checks.get(id);
     if (!r) {
-      r = { cluster: emptyAdmissions(), exact: emptyAdmissions(), deniedBelowLimit: 0 };
-      record.keys.set(key, r);
+      const e = deployment.models.get(c.policy)?.envelope;
+      r = {
+        policy: c.policy,
+        clusterTokens: 0,
+        exactTokens: 0,
+        deniedBelowLimit: 0,
+        envelope: e && new EnvelopeExcess(e.capacity, e.ratePerMs),
+        gaps: new Gaps(),
+      };
+      record.checks.set(id, r);
+    }
+    return r;
+  };
+  const clientRecord = (key: string): ClientRecord => {
+    let r = record.clients.get(key);
+    if (!r) {
+      r = { requests: 0, offeredTokens: 0, clusterTokens: 0, exactTokens: 0, deniedBelowLimit: 0 };
+      record.clients.set(key, r);
     }
     return r;
   };
 
-  const issue = (req: Request) => {
+  // --- Requests ------------------------------------------------------------------------------
+  let lastArrival = 0;
+  const issue = (req: SimRequest) => {
     const now = clock.now();
     record.requests++;
     if (req.attempt > 0) record.retries++;
     record.offeredTokens += req.cost;
-    buckets.offered[bucketOf(now)]! += req.cost;
-    const admissions = keyRecord(req.key);
-    const exact = reference.consume(POLICY, req.key, req.cost).then((d) => {
+    series.add('offered', now, req.cost);
+    const client = clientRecord(req.key);
+    client.requests++;
+    client.offeredTokens += req.cost;
+    const exact = reference(req).then((d) => {
       if (d.allowed) {
+        const t = clock.now();
         record.exactRequests++;
         record.exactTokens += req.cost;
-        buckets.exact[bucketOf(clock.now())]! += req.cost;
-        admissions.exact.times.push(clock.now());
-        admissions.exact.costs.push(req.cost);
+        client.exactTokens += req.cost;
+        series.add('exact', t, req.cost);
+        for (const c of d.checks) {
+          const r = checkRecord(c);
+          r.exactTokens += c.cost;
+          r.gaps.exact(t, c.cost);
+        }
       }
       return d;
     });
-    const instance = byId.get(balancer.pick(req.key))!;
+    const instance = pickInstance(req);
     instance.record.decisions++;
-    const cluster = instance.limiter.consume(POLICY, req.key, req.cost);
+    const cluster = instance.gateway(req);
     Promise.all([exact, cluster]).then(
-      ([e, c]) => onDecision(req, instance, e, c),
+      ([e, c]) => onDecision(req, client, instance, e, c),
       () => {
         record.failed++;
       },
     );
   };
 
-  const onDecision = (req: Request, instance: Instance, exact: Decision, cluster: Decision) => {
+  const onDecision = (
+    req: SimRequest,
+    client: ClientRecord,
+    instance: Instance,
+    exact: GatewayDecision,
+    cluster: GatewayDecision,
+  ) => {
     const now = clock.now();
     if (cluster.allowed) {
       record.admittedRequests++;
       record.admittedTokens += req.cost;
+      client.clusterTokens += req.cost;
       instance.record.admittedTokens += req.cost;
-      buckets.admitted[bucketOf(now)]! += req.cost;
-      const { cluster: admitted } = keyRecord(req.key);
-      admitted.times.push(now);
-      admitted.costs.push(req.cost);
+      series.add('admitted', now, req.cost);
+      for (const c of cluster.checks) {
+        const r = checkRecord(c);
+        r.clusterTokens += c.cost;
+        r.gaps.cluster(now, c.cost);
+        r.envelope?.add(now, c.cost);
+      }
       return;
     }
-    if (exact.allowed && exact.remaining >= NEAR_EMPTY_FRACTION * exact.limit) {
+    if (exact.allowed && exact.checks.every((c) => c.remaining >= NEAR_EMPTY_FRACTION * c.limit)) {
       record.deniedBelowLimit++;
-      keyRecord(req.key).deniedBelowLimit++;
+      client.deniedBelowLimit++;
+      for (const c of exact.checks) checkRecord(c).deniedBelowLimit++;
     }
-    const retry = traffic.retry;
+    const retry = replay ? undefined : scenario.traffic.retry;
     if (!retry || req.attempt >= retry.maxRetries) return;
     let delay: number;
     if (retry.honourRetryAfter) {
@@ -275,13 +335,94 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
     } else {
       delay = retry.backoffMs * (0.5 + retryRandom());
     }
-    if (now + delay < durationMs) clock.after(delay, () => issue({ ...req, attempt: req.attempt + 1 }));
+    if (now + delay < scenario.durationMs)
+      clock.after(delay, () => issue({ ...req, attempt: req.attempt + 1 }));
   };
 
-  // Poisson arrivals with a time-varying rate, by thinning: candidates at the peak rate, each kept
-  // with probability load(t) / peak.
+  let end: number;
+  if (replay) {
+    // One record read ahead at a time: the log streams, whatever its length.
+    const records = replay.records[Symbol.asyncIterator]();
+    let origin: number | undefined;
+    let finished = false;
+    const next = async (): Promise<void> => {
+      const r = await records.next();
+      if (r.done) {
+        finished = true;
+        record.durationMs = lastArrival;
+        clock.at(lastArrival + 1, shutdown);
+        return;
+      }
+      origin ??= r.value.timeMs;
+      const t = Math.max(lastArrival, r.value.timeMs - origin);
+      lastArrival = t;
+      const { timeMs: _, ...req } = r.value;
+      clock.at(t, () => {
+        issue({ ...req, attempt: 0 });
+        return next();
+      });
+    };
+    await next();
+    end = Number.POSITIVE_INFINITY;
+    const sweep = (t: number) =>
+      clock.at(t, () => {
+        sweepAll();
+        if (!finished || clock.now() < lastArrival) sweep(t + SWEEP_EVERY_MS);
+      });
+    sweep(SWEEP_EVERY_MS);
+  } else {
+    generate(scenario, clock, random, issue);
+    for (let t = SWEEP_EVERY_MS; t < scenario.durationMs; t += SWEEP_EVERY_MS) clock.at(t, sweepAll);
+    // The last decisions settle, then the remaining instances shut down cleanly.
+    clock.at(scenario.durationMs + 1, shutdown);
+    end = scenario.durationMs + 60_000;
+  }
+
+  function sweepAll() {
+    for (const instance of live) instance.limiter.sweep();
+    referenceLimiter.sweep();
+    series.add('instances', clock.now(), live.length);
+  }
+  function shutdown() {
+    series.add('instances', clock.now() - 1, live.length);
+    for (const instance of live.splice(0)) closing.push(instance.limiter.close());
+  }
+
+  const progress =
+    options.onProgress &&
+    ((now: number) => options.onProgress!(replay ? now : Math.min(1, now / scenario.durationMs)));
+  await clock.run(end, progress);
+  await Promise.all(closing);
+  await referenceLimiter.close();
+
+  record.bucketMs = series.bucketMs;
+  record.buckets = series.dense();
+  record.storeCalls = shared.calls.count;
+  record.roundTrips = shared.calls.roundTrips;
+  record.referenceStoreCalls = referenceStoreCalls;
+  record.instances = all.map((i) => ({ ...i.record, stats: i.limiter.stats() }));
+  return record;
+}
+
+/**
+ * The scenario's own traffic: Poisson arrivals with a time-varying rate, by thinning (candidates
+ * at the peak rate, each kept with probability load(t) / peak), keys by Zipf popularity.
+ */
+function generate(
+  scenario: Scenario,
+  clock: VirtualClock,
+  random: (label: string) => () => number,
+  issue: (req: SimRequest) => void,
+): void {
+  const { traffic, durationMs } = scenario;
+  const arrivalRandom = random('arrivals');
+  const keyRandom = random('keys');
+  const costRandom = random('costs');
+  const keyNames = Array.from({ length: traffic.keys.count }, (_, i) => `key-${i}`);
+  const keyPicker = new WeightedPicker(zipfWeights(traffic.keys.count, traffic.keys.zipf));
+  const costPicker = new WeightedPicker(traffic.costs.map((c) => c.weight));
   const peak = peakLoad(traffic.demand);
-  const peakPerMs = (peak * model.ratePerMs) / meanCost(traffic);
+  const peakPerMs = (peak * policyModel(scenario.policy).ratePerMs) / meanCost(traffic);
   const arrive = (t: number) => {
     if (t >= durationMs) return;
     clock.at(t, () => {
@@ -296,34 +437,4 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
     });
   };
   arrive(exponential(arrivalRandom, peakPerMs));
-
-  // --- Housekeeping ----------------------------------------------------------------------------
-  for (let t = SWEEP_EVERY_MS; t < durationMs; t += SWEEP_EVERY_MS) {
-    clock.at(t, () => {
-      for (const instance of live) instance.limiter.sweep();
-      reference.sweep();
-    });
-  }
-  let callsSeen = 0;
-  for (let b = 0; b < bucketCount; b++) {
-    clock.at(Math.min(durationMs, (b + 1) * bucketMs), () => {
-      buckets.storeCalls[b] = shared.calls.count - callsSeen;
-      callsSeen = shared.calls.count;
-      buckets.instances[b] = live.length;
-    });
-  }
-  // The last decisions settle, then the remaining instances shut down cleanly.
-  clock.at(durationMs + 1, () => {
-    for (const instance of live.splice(0)) closing.push(instance.limiter.close());
-  });
-
-  const end = durationMs + 60_000;
-  await clock.run(end, options.onProgress && ((now) => options.onProgress!(Math.min(1, now / durationMs))));
-  await Promise.all(closing);
-  await reference.close();
-
-  record.storeCalls = shared.calls.count;
-  record.referenceStoreCalls = referenceStoreCalls;
-  record.instances = all.map((i) => ({ ...i.record, stats: i.limiter.stats() }));
-  return record;
 }

@@ -1,17 +1,24 @@
-import type { ScenarioReport } from './report.js';
+import { type FleetReport, fractionLabel } from './fleet.js';
+import { type ScenarioReport, worstText } from './report.js';
 import { barChart, CHART_CSS, escapeHtml, lineChart } from './svg.js';
-import { COLUMNS, LEGEND, signed } from './table.js';
+import { COLUMNS, LEGEND, okLabel, signed } from './table.js';
 
+/** Colours told apart also by readers with red-green colour blindness (blue, orange, grey, magenta). */
 const COLOR = {
   cluster: '#e8590c',
   exact: '#1c7ed6',
   offered: '#adb5bd',
   instances: '#5f3dc4',
   calls: '#2b8a3e',
-  crash: '#c92a2a',
-  closed: '#868e96',
-  live: '#e8590c',
+  crash: '#c2255c',
+  closed: '#adb5bd',
+  live: '#1c7ed6',
 };
+/** One colour per lease size in the what-if plots. */
+const PALETTE = ['#1c7ed6', '#e8590c', '#2b8a3e', '#c2255c', '#5f3dc4', '#868e96'];
+
+const SIGN =
+  'Drift is (admitted − exact) / exact: negative means the cluster admitted less than the exact limiter, positive more.';
 
 export interface RunInfo {
   store: string;
@@ -20,7 +27,11 @@ export interface RunInfo {
 }
 
 /** A self-contained HTML report: the summary table, then four charts per scenario. */
-export function renderHtml(reports: readonly ScenarioReport[], info: RunInfo): string {
+export function renderHtml(
+  reports: readonly ScenarioReport[],
+  fleets: readonly FleetReport[],
+  info: RunInfo,
+): string {
   const failed = reports.filter((r) => r.checks.some((c) => !c.ok)).length;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>tokenlease simulator report</title>
@@ -32,7 +43,9 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 0 0 2px; 
 table.sum { border-collapse: collapse; width: 100%; background: #fff; font-size: 11.5px; font-variant-numeric: tabular-nums; }
 table.sum th, table.sum td { padding: 3px 4px; border-bottom: 1px solid #e5e5e5; white-space: nowrap; }
 table.sum th { background: #f1f3f5; text-align: left; } td.r, th.r { text-align: right; }
-td.good { color: #2b8a3e; font-weight: 600; } td.bad { color: #c92a2a; font-weight: 700; }
+td.good { color: #2b8a3e; font-weight: 600; } td.bad { color: #c92a2a; font-weight: 700; } td.pending { color: #e67700; font-weight: 600; }
+table.classes { border-collapse: collapse; font-size: 12px; margin: 0 0 8px; font-variant-numeric: tabular-nums; }
+table.classes th, table.classes td { padding: 2px 8px; border-bottom: 1px solid #eee; text-align: right; } table.classes th:first-child, table.classes td:first-child { text-align: left; }
 .legend { white-space: pre-wrap; color: #555; font-size: 12px; margin: 8px 0 22px; }
 section { background: #fff; border: 1px solid #dee2e6; border-radius: 6px; padding: 14px 16px; margin: 0 0 18px; }
 .desc { color: #444; margin: 0 0 8px; }
@@ -48,7 +61,8 @@ ${CHART_CSS}
 ${failed === 0 ? 'all checks passed' : `<b style="color:#c92a2a">${failed} scenario(s) missed a check</b>`} ·
 <code>${escapeHtml(info.command)}</code></div>
 ${summaryTable(reports)}
-<div class="legend">${escapeHtml(LEGEND)}</div>
+<div class="legend">${escapeHtml(SIGN)}\n${escapeHtml(LEGEND)}</div>
+${fleets.map(fleetSection).join('\n')}
 ${reports.map(section).join('\n')}
 </body></html>
 `;
@@ -62,7 +76,10 @@ function summaryTable(reports: readonly ScenarioReport[]): string {
     const cells = COLUMNS.map((c) => {
       const value = c.cell(r);
       const classes = [c.align === 'right' ? 'r' : ''];
-      if (c.title === 'ok') classes.push(value === '✓' ? 'good' : 'bad');
+      if (c.title === 'ok')
+        classes.push(
+          value === '✓' ? 'good' : value === okLabel(r) && value.endsWith('pending') ? 'pending' : 'bad',
+        );
       if (c.title === 'drift %') {
         const check = r.checks.find((k) => k.name === 'drift');
         if (check) classes.push(check.ok ? 'good' : 'bad');
@@ -87,7 +104,8 @@ function section(r: ScenarioReport): string {
   const perSecond = 1000 / series.bucketMs;
   const rate = (values: readonly number[]) => values.map((v) => v * perSecond);
   const facts: [string, string][] = [
-    ['drift', `${signed(s.driftPct)} %`],
+    ['final drift', `${signed(s.driftPct)} % (the target is on this one)`],
+    ['worst drift over the run', worstText(s)],
     [
       'admitted',
       `${round(s.admittedTokens)} of ${round(s.offeredTokens)} tokens (exact ${round(s.exactTokens)})`,
@@ -105,6 +123,8 @@ function section(r: ScenarioReport): string {
       'store calls / decision',
       `${s.callsPerDecision.toFixed(4)} (exact limiter ${s.exactCallsPerDecision.toFixed(3)})`,
     ],
+    ['Redis round trips / decision', `${s.roundTripsPerDecision.toFixed(4)} (${s.roundTrips} in all)`],
+    ['policy', s.policy],
     [
       'leases',
       `${s.lease.granted} granted, avg ${s.lease.averageSize.toFixed(1)} tokens, ${round(s.lease.tokensReturned)} returned, ${round(s.lease.tokensLost)} lost`,
@@ -114,7 +134,7 @@ function section(r: ScenarioReport): string {
   const driftLimit = scenario.expect.maxAbsDriftPct;
   const charts = [
     lineChart({
-      title: 'Cumulative drift vs the exact limiter (%)',
+      title: 'Cumulative drift vs the exact limiter (%; below 0: admitted less)',
       x: seconds,
       xLabel: 's',
       series: [{ label: 'drift %', color: COLOR.cluster, values: series.driftPct }],
@@ -132,11 +152,10 @@ function section(r: ScenarioReport): string {
       x: seconds,
       xLabel: 's',
       series: [
+        { label: 'offered', color: COLOR.offered, values: rate(series.offered) },
         { label: 'exact', color: COLOR.exact, values: rate(series.exact) },
         { label: 'cluster', color: COLOR.cluster, values: rate(series.admitted), dashed: true },
       ],
-      // Demand is often many times the limit: on its own axis it does not flatten the two lines.
-      right: { label: 'offered', color: COLOR.offered, values: rate(series.offered) },
     }),
     barChart({
       title: 'Tokens admitted per instance',
@@ -171,7 +190,52 @@ function section(r: ScenarioReport): string {
 <h2>${escapeHtml(scenario.name)}</h2>
 <p class="desc">${escapeHtml(scenario.description)}</p>
 <div class="facts">${facts.map(([k, v]) => `<span>${escapeHtml(k)}: <b>${escapeHtml(v)}</b></span>`).join('')}</div>
+${classTable(r)}
 <div class="checks">${r.checks.map((c) => `<span class="${c.ok ? 'ok' : 'no'}">${c.ok ? '✓' : '✗'} ${escapeHtml(c.name)}: ${escapeHtml(c.detail)}</span>`).join('<br>')}</div>
+<div class="grid">${charts.join('\n')}</div>
+</section>`;
+}
+
+/** Drift of the heaviest keys and of the tail. */
+function classTable(r: ScenarioReport): string {
+  const rows = r.summary.keyClasses.map(
+    (c) =>
+      `<tr><td>${escapeHtml(c.name)} keys</td><td>${c.requests}</td><td>${round(c.admittedTokens)}</td><td>${round(c.exactTokens)}</td><td>${escapeHtml(signed(c.driftPct))} %</td><td>${c.deniedBelowLimitPct.toFixed(3)} %</td></tr>`,
+  );
+  return `<table class="classes"><thead><tr><th>key class (by requests)</th><th>requests</th><th>admitted</th><th>exact</th><th>drift</th><th>denied below limit</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
+/** Drift and cost as functions of the instance count, one line per lease size. */
+function fleetSection(f: FleetReport): string {
+  const counts = [...new Set(f.points.map((p) => p.instances))].sort((a, b) => a - b);
+  const fractions = [...new Set(f.points.map((p) => p.maxFraction))];
+  const line = (value: (p: FleetReport['points'][number]) => number | null) =>
+    fractions.map((x, i) => ({
+      label: fractionLabel(x),
+      color: PALETTE[i % PALETTE.length]!,
+      values: counts.map((n) => {
+        const p = f.points.find((q) => q.instances === n && q.maxFraction === x);
+        return p ? value(p) : null;
+      }),
+    }));
+  const charts = [
+    lineChart({
+      title: 'Final drift (%) by instance count',
+      x: counts,
+      xLabel: 'instances',
+      series: line((p) => p.driftPct),
+      minSpan: 0.5,
+    }),
+    lineChart({
+      title: 'Store calls per decision by instance count',
+      x: counts,
+      xLabel: 'instances',
+      series: line((p) => p.callsPerDecision),
+    }),
+  ];
+  return `<section id="whatif-${escapeHtml(f.scenario.replace(/[^\w-]/g, '_'))}">
+<h2>What-if: ${escapeHtml(f.scenario)}</h2>
+<p class="desc">The same traffic at each instance count and lease size (maxFraction: the largest lease as a fraction of the limit). Pick the lease size whose drift you can accept at your fleet size; larger leases cost fewer store calls.</p>
 <div class="grid">${charts.join('\n')}</div>
 </section>`;
 }

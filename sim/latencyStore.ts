@@ -27,17 +27,38 @@ function isSync(store: SyncStore | Store): store is SyncStore {
  * until Redis has answered, so a run on Redis sees the same virtual timeline as one in memory.
  */
 export class LatencyStore implements Store {
-  readonly calls = { count: 0 };
+  readonly calls = { count: 0, roundTrips: 0 };
 
   constructor(
     private readonly inner: SyncStore | Store,
     private readonly clock: VirtualClock,
     private readonly latency: LatencyModel,
     private readonly random: () => number,
+    /** Told of every call, as it is made. */
+    private readonly onCall: () => void = () => {},
   ) {}
+
+  /**
+   * One gateway's connection to the shared store. Its calls made at the same virtual instant (one
+   * event-loop turn) count as one round trip, as RedisStore sends them in one batch.
+   */
+  link(): Store {
+    let lastInstant = Number.NaN;
+    return {
+      run: (op, key, req, options) => {
+        if (this.clock.now() !== lastInstant) {
+          lastInstant = this.clock.now();
+          this.calls.roundTrips++;
+        }
+        return this.run(op, key, req, options);
+      },
+      close: async () => {},
+    };
+  }
 
   run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req, options?: RunOptions): Promise<Res> {
     this.calls.count++;
+    this.onCall();
     const rtt = this.latency.meanMs * (1 + this.latency.jitter * (2 * this.random() - 1));
     const inner = this.inner;
     return new Promise((resolve, reject) => {

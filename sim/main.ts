@@ -1,107 +1,93 @@
-import { accessSync, constants, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
-import { ConfigError, type PolicyConfig, RedisStore } from '../src/index.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { ConfigError, type PolicyConfig, RedisStore, TokenleaseError } from '../src/index.js';
+import {
+  parse,
+  parseBalancer,
+  parseDuration,
+  parseFields,
+  parseFormat,
+  parseFractions,
+  parseInstances,
+  parsePolicy,
+  UsageError,
+  type Values,
+  wholeNumber,
+} from './args.js';
+import { type Deployment, plansFile, singlePolicy } from './deployment.js';
 import { type RunOptions, simulate } from './engine.js';
+import { type FleetPoint, type FleetReport, fleetTable } from './fleet.js';
 import { renderHtml } from './html.js';
+import { policyModel } from './policies.js';
 import { failsRun, type ScenarioReport, summarize } from './report.js';
-import { type BalancerConfig, parseScenario, type Scenario, type ScenarioInput } from './scenario.js';
+import { MAX_INSTANCES, parseScenario, type Scenario, type ScenarioInput } from './scenario.js';
 import { POLICIES, SUITE } from './suite.js';
 import { formatFailures, formatTable, LEGEND } from './table.js';
+import { type FieldMap, type LogFormat, readLog, type SkippedLines } from './traffic.js';
 
-const USAGE = `Usage: npm run sim -- [options]
+const usage = (program: string) => `Usage: ${program} [options]
 
-Runs scenarios of simulated gateway instances sharing one store in virtual time and compares what
-they admit with an exact central limiter fed the same requests. With no options: the default suite
-on the in-memory store.
+Runs simulated gateway instances sharing one store in virtual time and compares what they admit
+with an exact central limiter (the same policies in exact mode) fed the same requests. Three ways:
+our scenarios (no options: the default suite), your policy (--policy or --plans, on our
+scenarios), your traffic (--traffic with --policy or --plans). In-memory store unless --redis.
 
-Options:
+Scenarios:
   --scenario NAMES    comma-separated scenario names, a trailing * matches a prefix
                       (e.g. 'tail-*'; default: all; see --list)
   --list              print the scenario names and descriptions, then exit
-  --instances N       run N instances throughout (replaces the scenario's autoscaling)
-  --balancer B        round-robin | random | sticky | zipf[:S] | weighted:W1,W2,...
-  --policy P          a policy name (${Object.keys(POLICIES).join(', ')}) or policy JSON,
-                      e.g. '{"algorithm":"token-bucket","rate":50,"burst":100,"lease":{"maxFraction":0.05}}'
+  --replay JSON       run one scenario given as JSON (printed by the property test when it fails)
   --duration D        virtual duration, e.g. 30s, 2m, 500ms (the scenario's timeline is rescaled)
+Your limits:
+  --policy P          a policy name (${Object.keys(POLICIES).join(', ')}), policy JSON or a JSON file,
+                      e.g. '{"algorithm":"token-bucket","rate":50,"burst":100,"lease":{"maxFraction":0.05}}'
+  --plans FILE        a plans file (YAML or JSON) as the HTTP middleware reads it: every policy in
+                      it on the scenarios, or with --traffic each request through its plan's rules
+Your traffic:
+  --traffic FILE      replay a request log: JSON lines, CSV (with a header), nginx combined or
+                      Envoy's default access-log format; read as a stream
+  --format F          jsonl | csv | nginx | envoy (default: from the extension or the first line)
+  --fields MAP        columns of the log, e.g. time=ts,key=api_key,cost=units,instance=pod
+                      (fields: time, key, cost, method, path, request, instance)
+Fleet:
+  --instances N       N instances throughout (replaces autoscaling); a list such as 5,10,20,50
+                      runs each and reports drift and cost per instance count (a what-if)
+  --max-fraction F    lease sizes to compare, e.g. 0.02,0.05,0.1 (each × each instance count)
+  --balancer B        round-robin | random | sticky | zipf[:S] | weighted:W1,W2,... | log
+                      (log: the log's instance column; the default with --traffic when it has one)
+Run:
   --seed N            seed for every random choice (default: each scenario's own, 1)
+  --redis URL         run against a real redis-server (redis://host:port, or
+                      redis-cluster://host:port,host:port for a Cluster); needs ioredis installed
+  --prefix P          key prefix on Redis (default: a fresh one per run)
   --json              print the reports as JSON instead of the table
   --out FILE          also write a self-contained HTML report with plots
-  --redis URL         run against a real redis-server (the virtual time is passed as the scripts' clock)
-  --prefix P          key prefix on Redis (default: a fresh one per run)
-  --replay JSON       run one scenario given as JSON (printed by the property test when it fails)
   --strict            missed targets of pending scenarios (open work) fail the run too
   -h, --help          this text
 
-Exit status: 0 when every check passed, 1 when a scenario missed a check, 2 on bad options. A
-scenario marked pending (its targets belong to open work) reports missed targets without failing
-the run, unless --strict; a missed bound (the envelope the design guarantees) always fails it.`;
+Exit status: 0 when every check passed, 1 when a scenario missed a check, 2 on bad options. With
+your policy or plans the suite's targets (ours) are not applied: the checks are the bounds the
+design guarantees, and an exact policy must match the exact limiter exactly. A scenario marked
+pending (its targets belong to open work) reports missed targets without failing the run unless
+--strict.`;
 
-/** A problem with the command line: printed without a stack trace, exit code 2. */
-class UsageError extends Error {}
+/** One simulation to run: a scenario, what the gateways deploy, and where the traffic comes from. */
+interface RunPlan {
+  scenario: Scenario;
+  deployment: Deployment;
+  traffic?: { file: string; format: LogFormat | undefined; fields: FieldMap; byInstance: boolean | 'auto' };
+  /** Set for the runs of a fleet what-if. */
+  fleet?: { base: string; instances: number; maxFraction: number | null };
+}
 
 interface Options {
-  scenarios: ScenarioInput[];
+  runs: RunPlan[];
+  fleet: boolean;
   json: boolean;
   strict: boolean;
   out: string | undefined;
   redis: string | undefined;
   prefix: string | undefined;
-}
-
-function parseDurationOption(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  const ms = match
-    ? Number(match[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] ?? 'ms']!
-    : Number.NaN;
-  if (!(ms > 0))
-    throw new UsageError(
-      `--duration: expected a duration like 30s, 2m or 500ms, got ${JSON.stringify(text)}`,
-    );
-  return ms;
-}
-
-function parseBalancer(text: string): BalancerConfig {
-  const [kind, arg] = text.split(':', 2) as [string, string | undefined];
-  switch (kind) {
-    case 'round-robin':
-    case 'rr':
-      return { kind: 'round-robin' };
-    case 'random':
-    case 'sticky':
-      return { kind };
-    case 'zipf':
-      return { kind, s: arg === undefined ? 1 : Number(arg) };
-    case 'weighted':
-      return { kind, weights: (arg ?? '').split(',').map(Number) };
-    default:
-      throw new UsageError(
-        `--balancer: expected round-robin, random, sticky, zipf[:S] or weighted:W1,W2,..., got ${JSON.stringify(text)}`,
-      );
-  }
-}
-
-function parsePolicy(text: string): PolicyConfig {
-  const named = POLICIES[text];
-  if (named) return named;
-  if (!text.trim().startsWith('{')) {
-    throw new UsageError(
-      `--policy: expected one of ${Object.keys(POLICIES).join(', ')} or a JSON object, got ${JSON.stringify(text)}`,
-    );
-  }
-  try {
-    return JSON.parse(text) as PolicyConfig;
-  } catch (err) {
-    throw new UsageError(`--policy: not valid JSON (${(err as Error).message})`);
-  }
-}
-
-function positiveInteger(text: string, option: string): number {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0)
-    throw new UsageError(`${option}: expected a whole number, got ${JSON.stringify(text)}`);
-  return n;
 }
 
 /** Rescales every time in the scenario's timeline, so a shorter run keeps its shape. */
@@ -127,69 +113,176 @@ function withDuration(s: ScenarioInput, durationMs: number): ScenarioInput {
   };
 }
 
-function parseOptions(argv: string[]): Options | 'help' | 'list' {
-  let parsed: ReturnType<typeof parse>;
-  try {
-    parsed = parse(argv);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const v = parsed.values;
-  if (v.help) return 'help';
-  if (v.list) return 'list';
-  if (parsed.positionals.length > 0)
-    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+/** The policy with leases of at most `maxFraction` of the limit (exact policies stay exact). */
+function withMaxFraction(policy: PolicyConfig, maxFraction: number | null): PolicyConfig {
+  const p = policy as PolicyConfig & { lease?: unknown };
+  if (maxFraction === null || p.lease === 'exact') return policy;
+  const lease = typeof p.lease === 'object' && p.lease !== null ? p.lease : {};
+  return { ...p, lease: { ...lease, maxFraction } } as PolicyConfig;
+}
 
-  let scenarios: ScenarioInput[];
+/**
+ * With the user's policy, the suite's targets (drift ≤ 2 % and store calls for our default lease
+ * sizes) are not the user's: only an exact policy keeps one, matching the exact limiter exactly.
+ * The bounds the design guarantees are checked for every policy.
+ */
+function targetsFor(s: ScenarioInput, policy: PolicyConfig): ScenarioInput {
+  let exact = false;
+  try {
+    exact = policyModel(policy).isExact;
+  } catch {
+    // Validation names the problem once the scenario is parsed.
+  }
+  const { pending: _, ...rest } = s;
+  return { ...rest, policy, expect: exact ? { maxAbsDriftPct: 0 } : {} };
+}
+
+function selectScenarios(v: Values): ScenarioInput[] {
   if (v.replay !== undefined) {
     if (v.scenario !== undefined) throw new UsageError('--replay and --scenario cannot be combined');
+    let parsed: unknown;
     try {
-      scenarios = [JSON.parse(v.replay) as ScenarioInput];
+      parsed = JSON.parse(v.replay);
     } catch (err) {
       throw new UsageError(`--replay: not valid JSON (${(err as Error).message})`);
     }
-  } else if (v.scenario !== undefined) {
-    const names = v.scenario.split(',').map((n) => n.trim());
-    scenarios = names.flatMap((name) => {
-      const found = name.endsWith('*')
-        ? SUITE.filter((s) => s.name.startsWith(name.slice(0, -1)))
-        : SUITE.filter((s) => s.name === name);
-      if (found.length === 0)
-        throw new UsageError(
-          `--scenario: unknown scenario ${JSON.stringify(name)}; known: ${SUITE.map((s) => s.name).join(', ')}`,
-        );
-      return found;
-    });
-  } else {
-    scenarios = SUITE;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new UsageError('--replay: expected a scenario object');
+    }
+    return [parsed as ScenarioInput];
+  }
+  if (v.scenario === undefined) return SUITE;
+  return v.scenario.split(',').flatMap((raw) => {
+    const name = raw.trim();
+    const found = name.endsWith('*')
+      ? SUITE.filter((s) => s.name.startsWith(name.slice(0, -1)))
+      : SUITE.filter((s) => s.name === name);
+    if (found.length === 0) {
+      throw new UsageError(
+        `--scenario: unknown scenario ${JSON.stringify(name)}; known: ${SUITE.map((s) => s.name).join(', ')}`,
+      );
+    }
+    return found;
+  });
+}
+
+/** Validates a scenario up front, so a typo fails before minutes of simulation. */
+function validate(input: ScenarioInput, index: number): Scenario {
+  try {
+    return parseScenario(input);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      const name = typeof input?.name === 'string' ? input.name : `#${index + 1}`;
+      throw new UsageError(`scenario ${name}: ${err.message}`);
+    }
+    throw err;
+  }
+}
+
+function loadPlans(path: string, maxFraction: number | null): Deployment {
+  try {
+    return plansFile(path, (p) => withMaxFraction(p, maxFraction));
+  } catch (err) {
+    if (err instanceof TokenleaseError) throw new UsageError(`--plans: ${err.message}`);
+    throw err;
+  }
+}
+
+function parseOptions(argv: string[]): Options | 'help' | 'list' {
+  const { values: v, positionals } = parse(argv);
+  if (v.help) return 'help';
+  if (v.list) return 'list';
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  if (v.policy !== undefined && v.plans !== undefined)
+    throw new UsageError('--policy and --plans cannot be combined');
+  if (v.prefix !== undefined && v.redis === undefined) throw new UsageError('--prefix needs --redis');
+  for (const option of ['format', 'fields'] as const) {
+    if (v[option] !== undefined && v.traffic === undefined)
+      throw new UsageError(`--${option} needs --traffic`);
   }
 
-  const duration = v.duration === undefined ? undefined : parseDurationOption(v.duration);
-  const instances = v.instances === undefined ? undefined : positiveInteger(v.instances, '--instances');
+  const duration = v.duration === undefined ? undefined : parseDuration(v.duration);
+  const counts = v.instances === undefined ? undefined : parseInstances(v.instances, MAX_INSTANCES);
+  const fractions = v['max-fraction'] === undefined ? [null] : parseFractions(v['max-fraction']);
   const balancer = v.balancer === undefined ? undefined : parseBalancer(v.balancer);
   const policy = v.policy === undefined ? undefined : parsePolicy(v.policy);
-  const seed = v.seed === undefined ? undefined : positiveInteger(v.seed, '--seed');
-  if (scenarios.some((s) => typeof s !== 'object' || s === null || Array.isArray(s))) {
-    throw new UsageError('--replay: expected a scenario object');
-  }
-  scenarios = scenarios.map((s) => {
-    let out = duration !== undefined ? withDuration(s, duration) : s;
-    if (instances !== undefined) out = { ...out, instances, autoscale: [] };
-    if (balancer !== undefined) out = { ...out, balancer };
-    if (policy !== undefined) out = { ...out, policy };
-    if (seed !== undefined) out = { ...out, seed };
-    return out;
-  });
-  if (v.prefix !== undefined && v.redis === undefined) throw new UsageError('--prefix needs --redis');
-  if (v.out !== undefined) {
-    try {
-      accessSync(dirname(resolve(v.out)), constants.W_OK);
-    } catch {
-      throw new UsageError(`--out: cannot write to the directory of ${v.out}`);
+  const seed = v.seed === undefined ? undefined : wholeNumber(v.seed, '--seed');
+  const fleet = (counts !== undefined && counts.length > 1) || v['max-fraction'] !== undefined;
+
+  const runs: RunPlan[] = [];
+  const addRuns = (
+    base: ScenarioInput,
+    deploymentFor: (maxFraction: number | null) => Deployment,
+    traffic?: RunPlan['traffic'],
+  ) => {
+    for (const instances of counts ?? [undefined]) {
+      for (const maxFraction of fractions) {
+        let input = duration !== undefined ? withDuration(base, duration) : base;
+        if (instances !== undefined) input = { ...input, instances, autoscale: [] };
+        if (seed !== undefined) input = { ...input, seed };
+        if (maxFraction !== null) input = { ...input, policy: withMaxFraction(input.policy, maxFraction) };
+        const scenario = validate(input, runs.length);
+        if (traffic) scenario.replayOf = traffic.file;
+        const plan: RunPlan = { scenario, deployment: deploymentFor(maxFraction) };
+        if (traffic) plan.traffic = traffic;
+        if (fleet) plan.fleet = { base: base.name, instances: scenario.instances, maxFraction };
+        runs.push(plan);
+      }
+    }
+  };
+
+  if (v.traffic !== undefined) {
+    if (v.scenario !== undefined || v.replay !== undefined) {
+      throw new UsageError('--traffic replays a log: it cannot be combined with --scenario or --replay');
+    }
+    if (policy === undefined && v.plans === undefined) {
+      throw new UsageError('--traffic needs the limits to simulate: --policy or --plans');
+    }
+    if (duration !== undefined)
+      throw new UsageError('--duration does not apply to --traffic (the log has its own)');
+    const byInstance =
+      balancer === 'log' ? true : balancer !== undefined || counts !== undefined ? false : 'auto';
+    const plansPath = v.plans;
+    const deploymentFor = (f: number | null) =>
+      plansPath !== undefined ? loadPlans(plansPath, f) : singlePolicy(withMaxFraction(policy!, f), 'policy');
+    const first = deploymentFor(null);
+    const base: ScenarioInput = {
+      name: basename(v.traffic),
+      description: '',
+      policy: first.policies[Object.keys(first.policies)[0]!]!,
+      durationMs: 1,
+      balancer: balancer === undefined || balancer === 'log' ? { kind: 'round-robin' } : balancer,
+      traffic: { demand: { shape: 'steady', load: 1 } },
+    };
+    addRuns(base, deploymentFor, {
+      file: v.traffic,
+      format: v.format === undefined ? undefined : parseFormat(v.format),
+      fields: v.fields === undefined ? {} : parseFields(v.fields),
+      byInstance,
+    });
+  } else {
+    if (balancer === 'log')
+      throw new UsageError('--balancer log needs --traffic (a log with an instance column)');
+    for (let s of selectScenarios(v)) {
+      if (balancer !== undefined) s = { ...s, balancer };
+      if (policy !== undefined) {
+        const own = targetsFor(s, policy);
+        addRuns(own, (f) => singlePolicy(withMaxFraction(own.policy, f), 'scenario.policy'));
+      } else if (v.plans !== undefined) {
+        // Every policy the plans file defines, on each scenario.
+        for (const [name, p] of Object.entries(loadPlans(v.plans, null).policies)) {
+          const own = { ...targetsFor(s, p), name: `${s.name}@${name}` };
+          addRuns(own, (f) => singlePolicy(withMaxFraction(own.policy, f), `plans.${name}`));
+        }
+      } else {
+        addRuns(s, (f) => singlePolicy(withMaxFraction(s.policy as PolicyConfig, f), 'scenario.policy'));
+      }
     }
   }
+
   return {
-    scenarios,
+    runs,
+    fleet,
     json: v.json ?? false,
     strict: v.strict ?? false,
     out: v.out,
@@ -198,54 +291,19 @@ function parseOptions(argv: string[]): Options | 'help' | 'list' {
   };
 }
 
-function parse(argv: string[]) {
-  return parseArgs({
-    args: argv,
-    strict: true,
-    allowPositionals: true,
-    options: {
-      scenario: { type: 'string' },
-      list: { type: 'boolean' },
-      instances: { type: 'string' },
-      balancer: { type: 'string' },
-      policy: { type: 'string' },
-      duration: { type: 'string' },
-      seed: { type: 'string' },
-      json: { type: 'boolean' },
-      out: { type: 'string' },
-      redis: { type: 'string' },
-      prefix: { type: 'string' },
-      replay: { type: 'string' },
-      strict: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-}
-
-/** Validates every scenario up front, so a typo fails before minutes of simulation. */
-function validate(inputs: ScenarioInput[]): Scenario[] {
-  return inputs.map((input, i) => {
-    try {
-      return parseScenario(input);
-    } catch (err) {
-      if (err instanceof ConfigError) {
-        const name = typeof input?.name === 'string' ? input.name : `#${i + 1}`;
-        throw new UsageError(`scenario ${name}: ${err.message}`);
-      }
-      throw err;
-    }
-  });
-}
-
-function progressBar(stderr: Io['stderr']): { update(label: string, fraction: number): void; done(): void } {
+function progressBar(stderr: Io['stderr']): {
+  update(label: string, done: string, fraction: number): void;
+  done(): void;
+} {
   if (!stderr.isTTY) return { update() {}, done() {} };
   let last = '';
   return {
-    update(label, fraction) {
+    update(label, done, fraction) {
       const width = 30;
-      const filled = Math.round(fraction * width);
-      const line = `${label.padEnd(34).slice(0, 34)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${Math.round(fraction * 100)}%`;
-      if (line !== last) stderr.write(`\r${line}`);
+      const filled = Math.round(Math.min(1, fraction) * width);
+      const line = `${label.padEnd(34).slice(0, 34)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}`;
+      // Clear the line first: a shorter line must not leave the end of a longer one behind.
+      if (line !== last) stderr.write(`\r\x1b[2K${line}`);
       last = line;
     },
     done() {
@@ -254,29 +312,66 @@ function progressBar(stderr: Io['stderr']): { update(label: string, fraction: nu
   };
 }
 
-async function connect(url: string): Promise<Redis> {
-  let client: Redis;
+/** ioredis is an optional peer dependency: loaded only for `--redis`. */
+const loadIoredis = () => import('ioredis');
+
+/** A Redis client for `--redis`, or a UsageError saying why there is none. */
+async function connect(
+  url: string,
+): Promise<{ client: import('ioredis').Redis | import('ioredis').Cluster; close(): void }> {
+  let ioredis: Awaited<ReturnType<typeof loadIoredis>>;
   try {
-    client = new Redis(url, {
-      // Used directly by RedisStore: no queueing, no blind re-sends (see RedisStore).
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      lazyConnect: true,
-      connectTimeout: 3000,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
+    ioredis = await loadIoredis();
+  } catch {
+    throw new UsageError('--redis needs the ioredis package next to tokenlease: npm install ioredis');
+  }
+  const options = {
+    // Used directly by RedisStore: no queueing, no blind re-sends (see RedisStore).
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    lazyConnect: true,
+    connectTimeout: 3000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  };
+  let client: import('ioredis').Redis | import('ioredis').Cluster;
+  const cluster = /^redis-cluster:\/\/(.+)$/.exec(url);
+  try {
+    if (cluster) {
+      const nodes = cluster[1]!.split(',').map((hostPort) => {
+        const [host, port] = hostPort.split(':');
+        return { host: host!, port: Number(port ?? 6379) };
+      });
+      client = new ioredis.Cluster(nodes, {
+        enableOfflineQueue: false,
+        lazyConnect: true,
+        redisOptions: options,
+        clusterRetryStrategy: () => null,
+      });
+    } else {
+      client = new ioredis.Redis(url, options);
+    }
   } catch (err) {
     throw new UsageError(`--redis: ${(err as Error).message}`);
   }
-  client.on('error', () => {});
+  let lastError: (Error & { code?: string }) | undefined;
+  client.on('error', (err: Error) => {
+    lastError = err;
+  });
   try {
     await client.connect();
   } catch (err) {
     client.disconnect();
-    throw new UsageError(`--redis: cannot connect to ${url} (${(err as Error).message})`);
+    const cause = lastError ?? (err as Error & { code?: string });
+    const why =
+      cause.code === 'ECONNREFUSED'
+        ? 'connection refused: is redis-server running there?'
+        : cause.code === 'ENOTFOUND'
+          ? 'unknown host'
+          : cause.message;
+    throw new UsageError(`--redis: cannot connect to ${url} (${why})`);
   }
-  return client;
+  return { client, close: () => client.disconnect() };
 }
 
 /** Where the CLI writes; `process` in production, buffers in tests. */
@@ -288,65 +383,130 @@ export interface Io {
 /**
  * The whole command line: returns the exit code (0 all checks passed, 1 a check missed, 2 bad
  * options). Problems with the options are printed as one message, never as a stack trace.
+ * `program` is how the user ran it, for messages: 'npm run sim --' or 'tokenlease sim'.
  */
-export async function run(argv: string[], io: Io): Promise<number> {
+export async function run(argv: string[], io: Io, program = 'npm run sim --'): Promise<number> {
   try {
-    return await main(argv, io);
+    return await main(argv, io, program);
   } catch (err) {
     if (err instanceof UsageError) {
-      io.stderr.write(`sim: ${err.message}\nRun 'npm run sim -- --help' for the options.\n`);
+      io.stderr.write(`sim: ${err.message}\nRun '${program} --help' for the options.\n`);
       return 2;
     }
     throw err;
   }
 }
 
-async function main(argv: string[], io: Io): Promise<number> {
+/** `run` on the real process: sets the exit code; a bug (not a usage problem) prints its stack. */
+export function runProcess(argv: string[], program: string): void {
+  run(argv, process, program).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`sim: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
+
+async function main(argv: string[], io: Io, program: string): Promise<number> {
   const options = parseOptions(argv);
   if (options === 'help') {
-    io.stdout.write(`${USAGE}\n`);
+    io.stdout.write(`${usage(program)}\n`);
     return 0;
   }
   if (options === 'list') {
     const width = Math.max(...SUITE.map((s) => s.name.length));
-    for (const s of SUITE) io.stdout.write(`${s.name.padEnd(width)} ${s.description ?? ''}\n`);
+    for (const s of SUITE) {
+      const description = validate(s, 0).description;
+      io.stdout.write(`${s.name.padEnd(width)} ${description}\n`);
+    }
     return 0;
   }
-  const scenarios = validate(options.scenarios);
-  const client = options.redis === undefined ? undefined : await connect(options.redis);
+  if (options.out !== undefined) {
+    try {
+      mkdirSync(dirname(resolve(options.out)), { recursive: true });
+    } catch (err) {
+      throw new UsageError(
+        `--out: cannot create the directory of ${options.out} (${(err as NodeJS.ErrnoException).code})`,
+      );
+    }
+  }
+  const redis = options.redis === undefined ? undefined : await connect(options.redis);
   const prefix = options.prefix ?? `tlsim:${process.pid}-${Date.now().toString(36)}:`;
   const progress = progressBar(io.stderr);
   const reports: ScenarioReport[] = [];
+  const notes: string[] = [];
   try {
-    for (const [i, scenario] of scenarios.entries()) {
-      const label = `${i + 1}/${scenarios.length} ${scenario.name}`;
-      const run: RunOptions = { onProgress: (f) => progress.update(label, f) };
-      if (client) {
-        // One prefix per scenario: no run sees another's buckets.
-        run.sharedStore = (clock) =>
-          new RedisStore({ client, now: clock.now, prefix: `${prefix}${i}:`, timeoutMs: 5000 });
+    for (const [i, plan] of options.runs.entries()) {
+      const label = `${i + 1}/${options.runs.length} ${plan.scenario.name}`;
+      const runOptions: RunOptions = { deployment: plan.deployment };
+      if (redis) {
+        // One prefix per run: no run sees another's buckets.
+        runOptions.sharedStore = (clock) =>
+          new RedisStore({ client: redis.client, now: clock.now, prefix: `${prefix}${i}:`, timeoutMs: 5000 });
       }
-      reports.push(summarize(await simulate(scenario, run)));
+      let skipped: SkippedLines | undefined;
+      if (plan.traffic) {
+        const t = plan.traffic;
+        skipped = { count: 0, first: undefined };
+        const records = readLog(t.file, { format: t.format, fields: t.fields }, skipped);
+        const first = await records.next().catch((err: unknown) => {
+          if (err instanceof ConfigError || (err as NodeJS.ErrnoException).code !== undefined) {
+            throw new UsageError(`--traffic: ${(err as Error).message.replace(/^Invalid `traffic`: /, '')}`);
+          }
+          throw err;
+        });
+        const byInstance = t.byInstance === 'auto' ? first.value?.instance !== undefined : t.byInstance;
+        if (byInstance && first.value?.instance === undefined) {
+          throw new UsageError(
+            `--balancer log: ${t.file} has no instance column (name one with --fields instance=COLUMN)`,
+          );
+        }
+        runOptions.replay = { records: prepend(first, records), byInstance };
+        runOptions.onProgress = (ms) => progress.update(label, `${(ms / 1000).toFixed(0)} s of log`, 0);
+      } else {
+        runOptions.onProgress = (f) => progress.update(label, `${Math.round(f * 100)}%`, f);
+      }
+      const report = summarize(await simulate(plan.scenario, runOptions));
+      if (plan.traffic) {
+        report.scenario.description = replayDescription(report, plan);
+        if (skipped && skipped.count > 0)
+          notes.push(
+            `${plan.scenario.name}: skipped ${skipped.count} line(s) that could not be read; the first: ${skipped.first}`,
+          );
+      }
+      if (plan.fleet) report.fleet = plan.fleet;
+      reports.push(report);
     }
   } finally {
     progress.done();
-    client?.disconnect();
+    redis?.close();
   }
 
-  const store = client ? `redis ${options.redis}` : 'MemoryStore';
+  const store = redis ? `redis ${options.redis}` : 'MemoryStore';
+  const fleets = options.fleet ? fleetReports(reports) : [];
   if (options.json) {
-    io.stdout.write(`${JSON.stringify({ store, reports }, null, 2)}\n`);
+    io.stdout.write(`${JSON.stringify({ store, reports, fleets }, null, 2)}\n`);
   } else {
     io.stdout.write(`store: ${store}\n\n${formatTable(reports)}\n\n${LEGEND}\n`);
+    for (const f of fleets) io.stdout.write(`\n${fleetTable(f)}\n`);
     const failures = formatFailures(reports);
     if (failures) io.stdout.write(`\n${failures}\n`);
+    for (const n of notes) io.stdout.write(`\n${n}\n`);
   }
   if (options.out !== undefined) {
-    const seeds = new Set(scenarios.map((s) => s.seed));
-    const html = renderHtml(reports, {
+    const seeds = new Set(options.runs.map((r) => r.scenario.seed));
+    const html = renderHtml(reports, fleets, {
       store,
-      seed: seeds.size === 1 ? scenarios[0]!.seed : null,
-      command: ['npm run sim', ...(argv.length ? ['--', ...argv] : [])].join(' '),
+      seed: seeds.size === 1 ? options.runs[0]!.scenario.seed : null,
+      command: [
+        program.replace(/ --$/, ''),
+        ...(argv.length ? [program.endsWith('--') ? '--' : '', ...argv] : []),
+      ]
+        .filter(Boolean)
+        .join(' '),
     });
     try {
       writeFileSync(options.out, html);
@@ -359,4 +519,38 @@ async function main(argv: string[], io: Io): Promise<number> {
   }
   const strict = { strict: options.strict };
   return reports.some((r) => r.checks.some((c) => failsRun(r, c, strict))) ? 1 : 0;
+}
+
+async function* prepend<T>(first: IteratorResult<T>, rest: AsyncIterator<T>): AsyncGenerator<T> {
+  if (first.done) return;
+  yield first.value;
+  for (let r = await rest.next(); !r.done; r = await rest.next()) yield r.value;
+}
+
+function replayDescription(report: ScenarioReport, plan: RunPlan): string {
+  const s = report.summary;
+  const keys = s.keyClasses.reduce((n, c) => n + c.keys, 0);
+  const through = report.instances.some((i) => i.name !== null)
+    ? `${report.instances.length} instances from the log's instance column`
+    : `${plan.scenario.instances} instances behind ${plan.scenario.balancer.kind}`;
+  return `Replay of ${plan.traffic!.file}: ${s.requests} requests from ${keys} keys over ${(s.durationMs / 1000).toFixed(1)} s, through ${through}, under ${plan.deployment.label}.`;
+}
+
+/** The runs of each what-if, grouped by the scenario (or log) they vary. */
+function fleetReports(reports: readonly ScenarioReport[]): FleetReport[] {
+  const byBase = new Map<string, FleetPoint[]>();
+  for (const r of reports) {
+    if (!r.fleet) continue;
+    const points = byBase.get(r.fleet.base) ?? [];
+    points.push({
+      instances: r.fleet.instances,
+      maxFraction: r.fleet.maxFraction,
+      driftPct: r.summary.driftPct,
+      worstDriftPct: r.summary.worstDrift?.pct ?? null,
+      callsPerDecision: r.summary.callsPerDecision,
+      roundTripsPerDecision: r.summary.roundTripsPerDecision,
+    });
+    byBase.set(r.fleet.base, points);
+  }
+  return [...byBase].map(([scenario, points]) => ({ scenario, points }));
 }

@@ -131,3 +131,22 @@ export function policyModel(policy: unknown, field = 'policy'): PolicyModel {
   const model = MODELS[rule.algorithm] as ModelOf<Rule>;
   return model(policy as PolicyConfig, rule, field);
 }
+
+/** "token-bucket 100/1s burst 100, lease maxFraction 0.05". */
+export function policyLabel(p: PolicyConfig): string {
+  const o = p as unknown as Record<string, unknown>;
+  const parts: string[] = [String(o.algorithm)];
+  if (o.rate !== undefined) parts.push(`${o.rate}/${o.period ?? '1s'}`);
+  if (o.limit !== undefined) parts.push(`${o.limit}/${o.window ?? '?'}`);
+  if (o.burst !== undefined) parts.push(`burst ${o.burst}`);
+  const lease = o.lease;
+  if (lease === 'exact') parts.push('exact');
+  else if (typeof lease === 'object' && lease !== null) {
+    parts.push(
+      `lease ${Object.entries(lease)
+        .map(([k, v]) => `${k} ${String(v)}`)
+        .join(' ')}`,
+    );
+  }
+  return parts.join(' ');
+}

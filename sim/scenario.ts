@@ -1,6 +1,6 @@
 import { ConfigError, type PolicyConfig } from '../src/index.js';
 import type { LatencyModel } from './latencyStore.js';
-import { policyModel } from './policies.js';
+import { policyLabel, policyModel } from './policies.js';
 
 /**
  * A scenario: one policy, a cluster of gateway instances behind a load balancer, and the traffic
@@ -29,6 +29,8 @@ export interface Scenario {
    * only fails the run under `--strict`. Bounds the design guarantees (the envelope) always fail it.
    */
   pending?: string;
+  /** Set on a `--traffic` run: the log replayed (the traffic fields then do not apply). */
+  replayOf?: string;
 }
 
 export interface ScaleEvent {
@@ -114,6 +116,7 @@ function object(value: unknown, field: string): Obj {
 function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (value === null) return 'null';
+  if (value === undefined) return 'nothing (the field is missing)';
   return typeof value === 'string' ? JSON.stringify(value) : `${typeof value} ${String(value)}`;
 }
 
@@ -343,7 +346,11 @@ export function parseScenario(raw: unknown, field = 'scenario'): Scenario {
   const latency = s.latency === undefined ? DEFAULTS.latency : object(s.latency, `${field}.latency`);
   const scenario: Scenario = {
     name: s.name,
-    description: s.description === undefined ? '' : String(s.description),
+    // `{limit}` in a description names the scenario's policy, whatever policy it runs.
+    description:
+      s.description === undefined
+        ? ''
+        : String(s.description).replaceAll('{limit}', policyLabel(s.policy as PolicyConfig)),
     policy: s.policy as PolicyConfig,
     durationMs,
     seed: s.seed === undefined ? DEFAULTS.seed : integer(s.seed, `${field}.seed`, 0, 2 ** 32 - 1),

@@ -62,7 +62,7 @@ export function tailScenario(shape: TailShape): ScenarioInput {
   return {
     name: `tail-${count}-${rate}rps-${balancer.kind === 'round-robin' ? 'rr' : balancer.kind}${leave === 'crash' ? '-crash' : ''}`,
     description:
-      `Long tail: ${keys} keys with Zipf(1) popularity at ${rate}/s burst ${rate} each, ${load * rate} req/s in all; ` +
+      `Long tail: ${keys} keys with Zipf(1) popularity at {limit} each, ${load}× one key's limit in all; ` +
       `the hottest key is offered ${TAIL_HEAD_LOAD}× its limit, the 9 hottest are over it, ` +
       `${below.toFixed(0)} % of requests go to keys below it. ${balancerText}, autoscaling ${start} → ${peak} → ${end}` +
       `${leave === 'crash' ? ' where leaving instances crash' : ''}.`,
@@ -104,7 +104,7 @@ export const SUITE: ScenarioInput[] = [
   {
     name: 'seeds-6x',
     description:
-      'One API key at 100 req/s burst 100, demand 600 req/s for 60 s; Zipf balancing, autoscaling 5 → 20 → 8.',
+      'One API key at {limit}, demand 6× the limit for 60 s; Zipf balancing, autoscaling 5 → 20 → 8.',
     policy: perSecond,
     durationMs: 60_000,
     instances: 5,
@@ -153,8 +153,7 @@ export const SUITE: ScenarioInput[] = [
   },
   {
     name: 'per-minute-6x',
-    description:
-      "An upstream provider's limit: 100 per minute with a peak of 600 per minute, for 10 minutes.",
+    description: "An upstream provider's limit ({limit}) with demand 6× it, for 10 minutes.",
     policy: POLICIES['per-minute']!,
     durationMs: 600_000,
     balancer: { kind: 'round-robin' },
@@ -265,7 +264,7 @@ export const SUITE: ScenarioInput[] = [
   {
     name: 'small-limits-1k',
     description:
-      'Small limits over many keys, as a new user first tried it: 1000 keys (Zipf s = 1) at 10/s burst 10 each, 10 000 req/s in all for 10 s, 20 instances, Zipf balancing.',
+      'Small limits over many keys, as a new user first tried it: 1000 keys (Zipf s = 1) at {limit} each, 1000× one key’s limit in all for 10 s, 20 instances, Zipf balancing.',
     policy: { algorithm: 'token-bucket', rate: 10, period: '1s', burst: 10 },
     durationMs: 10_000,
     traffic: { demand: { shape: 'steady', load: 1000 }, keys: { count: 1000, zipf: 1 } },

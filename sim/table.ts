@@ -47,9 +47,17 @@ interface Column {
 /** The columns, shared by the terminal table and the HTML summary. */
 export const COLUMNS: Column[] = [
   { title: 'scenario', align: 'left', cell: (r) => r.scenario.name },
-  { title: 'instances', align: 'left', cell: (r) => instancesLabel(r.scenario) },
-  { title: 'balancer', align: 'left', cell: (r) => balancerLabel(r.scenario.balancer) },
-  { title: 'demand', align: 'left', cell: (r) => demandLabel(r.scenario) },
+  {
+    title: 'instances',
+    align: 'left',
+    cell: (r) => (fromLog(r) ? `${r.instances.length} (log)` : instancesLabel(r.scenario)),
+  },
+  {
+    title: 'balancer',
+    align: 'left',
+    cell: (r) => (fromLog(r) ? 'log' : balancerLabel(r.scenario.balancer)),
+  },
+  { title: 'demand', align: 'left', cell: (r) => (r.scenario.replayOf ? 'log' : demandLabel(r.scenario)) },
   { title: 'requests', align: 'right', cell: (r) => String(r.summary.requests) },
   { title: 'admitted', align: 'right', cell: (r) => String(round(r.summary.admittedTokens)) },
   { title: 'exact', align: 'right', cell: (r) => String(round(r.summary.exactTokens)) },
@@ -66,6 +74,7 @@ export const COLUMNS: Column[] = [
   { title: 'under', align: 'right', cell: (r) => String(round(r.summary.underVsExact)) },
   { title: 'denied<lim', align: 'right', cell: (r) => String(r.summary.deniedBelowLimit) },
   { title: 'calls/dec', align: 'right', cell: (r) => r.summary.callsPerDecision.toFixed(3) },
+  { title: 'trips/dec', align: 'right', cell: (r) => r.summary.roundTripsPerDecision.toFixed(3) },
   { title: 'avg lease', align: 'right', cell: (r) => r.summary.lease.averageSize.toFixed(1) },
   { title: 'local %', align: 'right', cell: (r) => r.summary.lease.localPct.toFixed(1) },
   { title: 'lost', align: 'right', cell: (r) => String(round(r.summary.lease.tokensLost)) },
@@ -74,6 +83,11 @@ export const COLUMNS: Column[] = [
 
 function round(n: number): number {
   return Math.round(n * 10) / 10;
+}
+
+/** The log's instance column picked the instances. */
+function fromLog(r: ScenarioReport): boolean {
+  return r.instances.some((i) => i.name !== null);
 }
 
 /** ✓, ✗, or "✗ pending" when only targets of a pending scenario were missed. */
@@ -113,9 +127,10 @@ export function formatFailures(reports: readonly ScenarioReport[]): string {
     .join('\n');
 }
 
-export const LEGEND = `drift %: (admitted − exact) / exact tokens. excess/bound: worst tokens admitted in any window above the exact
+export const LEGEND = `drift %: (admitted − exact) / exact tokens; below 0 the cluster admitted less than the exact limiter. excess/bound: worst tokens admitted in any window above the exact
 envelope burst + rate·(L + RTT), and the allowance leasing may add (2·maxLease per instance). over / under: worst window
 in which the cluster admitted more / fewer tokens than the exact limiter. denied<lim: denials the exact limiter admitted
-with ≥ 10 % of the limit left. calls/dec: store calls per decision. lost: leased tokens crashed instances took with them.
+with ≥ 10 % of the limit left. calls/dec: store calls per decision; trips/dec: Redis round trips per decision (one
+instance's calls of one instant travel in one batch). lost: leased tokens crashed instances took with them.
 instances: a→b→c autoscaling (✝ = leaving instances crash). demand: × the limit; +retry honours Retry-After, +retry! ignores it.
 ok: ✗ pending = only targets of open work were missed (reported; they fail the run only with --strict).`;

@@ -1,17 +1,9 @@
 /**
- * Worst cases over every window of a run, in one pass each. A window is any interval of time; only
+ * Worst cases over every window of a run, kept online in O(1) memory per key, so a replayed log of
+ * any length costs memory per key, not per request. A window is any interval of time; only
  * intervals that start and end at an admission matter, so the maxima are taken over those.
+ * Admissions must be added in time order (virtual time only moves forward).
  */
-
-/** Admitted tokens of one key, in time order. */
-export interface Admissions {
-  readonly times: number[];
-  readonly costs: number[];
-}
-
-export function emptyAdmissions(): Admissions {
-  return { times: [], costs: [] };
-}
 
 /**
  * The largest `admitted(window) − (capacity + ratePerMs · length)` over all windows: how far the
@@ -20,17 +12,21 @@ export function emptyAdmissions(): Admissions {
  * For a window from admission i to admission j that is `(P[j+1] − r·t[j]) − (P[i] − r·t[i]) − capacity`
  * with P the prefix sums, so keeping the smallest `P[i] − r·t[i]` seen so far suffices.
  */
-export function worstEnvelopeExcess(a: Admissions, capacity: number, ratePerMs: number): number {
-  let prefix = 0;
-  let lowestStart = Number.POSITIVE_INFINITY;
-  let worst = Number.NEGATIVE_INFINITY;
-  for (let j = 0; j < a.times.length; j++) {
-    const t = a.times[j]!;
-    lowestStart = Math.min(lowestStart, prefix - ratePerMs * t);
-    prefix += a.costs[j]!;
-    worst = Math.max(worst, prefix - ratePerMs * t - lowestStart - capacity);
+export class EnvelopeExcess {
+  #prefix = 0;
+  #lowestStart = Number.POSITIVE_INFINITY;
+  worst = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    private readonly capacity: number,
+    private readonly ratePerMs: number,
+  ) {}
+
+  add(t: number, cost: number): void {
+    this.#lowestStart = Math.min(this.#lowestStart, this.#prefix - this.ratePerMs * t);
+    this.#prefix += cost;
+    this.worst = Math.max(this.worst, this.#prefix - this.ratePerMs * t - this.#lowestStart - this.capacity);
   }
-  return worst;
 }
 
 /**
@@ -38,25 +34,42 @@ export function worstEnvelopeExcess(a: Admissions, capacity: number, ratePerMs: 
  * same window (`over`), and the most it fell short of it (`under`), in tokens. Both are ≥ 0.
  * Admissions at the same instant are always in a window together.
  */
-export function worstGaps(cluster: Admissions, exact: Admissions): { over: number; under: number } {
-  let i = 0;
-  let j = 0;
-  let diff = 0; // cluster − exact, cumulative
-  let lowest = 0;
-  let highest = 0;
-  let over = 0;
-  let under = 0;
-  while (i < cluster.times.length || j < exact.times.length) {
-    const t = Math.min(
-      cluster.times[i] ?? Number.POSITIVE_INFINITY,
-      exact.times[j] ?? Number.POSITIVE_INFINITY,
-    );
-    while (i < cluster.times.length && cluster.times[i] === t) diff += cluster.costs[i++]!;
-    while (j < exact.times.length && exact.times[j] === t) diff -= exact.costs[j++]!;
-    over = Math.max(over, diff - lowest);
-    under = Math.max(under, highest - diff);
-    lowest = Math.min(lowest, diff);
-    highest = Math.max(highest, diff);
+export class Gaps {
+  #diff = 0; // cluster − exact, cumulative
+  #lowest = 0;
+  #highest = 0;
+  #over = 0;
+  #under = 0;
+  #last = Number.NaN;
+
+  cluster(t: number, cost: number): void {
+    this.#at(t);
+    this.#diff += cost;
   }
-  return { over, under };
+
+  exact(t: number, cost: number): void {
+    this.#at(t);
+    this.#diff -= cost;
+  }
+
+  /** The worst gaps so far (every admission up to now included). */
+  get worst(): { over: number; under: number } {
+    return {
+      over: Math.max(this.#over, this.#diff - this.#lowest),
+      under: Math.max(this.#under, this.#highest - this.#diff),
+    };
+  }
+
+  /** A new instant: the previous one is complete, so its cumulative difference is settled. */
+  #at(t: number): void {
+    if (t === this.#last) return;
+    if (!Number.isNaN(this.#last)) {
+      const { over, under } = this.worst;
+      this.#over = over;
+      this.#under = under;
+      this.#lowest = Math.min(this.#lowest, this.#diff);
+      this.#highest = Math.max(this.#highest, this.#diff);
+    }
+    this.#last = t;
+  }
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -30,16 +30,25 @@ const tiny = {
 
 describe('npm run sim', () => {
   it.each([
-    [['--bogus'], /Unknown option '--bogus'/],
+    [['--bogus'], /^sim: unknown option --bogus\n/],
     [['extra'], /unexpected argument "extra"/],
     [['--scenario', 'nope'], /--scenario: unknown scenario "nope"; known: seeds-6x/],
-    [['--instances', 'many'], /--instances: expected a whole number, got "many"/],
-    [['--instances', '0'], /scenario seeds-6x: Invalid `scenario.instances`: expected an integer from 1/],
+    [['--instances', 'many'], /--instances: expected a whole number from 1 to 1000 or a list like 5,10,20,50, got "many"/],
+    [['--instances', '0'], /^sim: --instances: expected a whole number from 1 to 1000/],
+    [['--instances', '-3'], /^sim: --instances: expected a whole number from 1 to 1000 .*got "-3"/],
+    [['--duration', '-1'], /^sim: --duration: expected a duration like 30s, 2m or 500ms, got "-1"/],
+    [['--max-fraction', '0,2'], /--max-fraction: expected fractions above 0 up to 1/],
+    [['--replay', '{}'], /scenario #1: Invalid `scenario.name`: expected a name of 1 to 100 characters, got nothing \(the field is missing\)/],
+    [['--traffic', 'x.log'], /--traffic needs the limits to simulate: --policy or --plans/],
+    [['--traffic', '/nonexistent.log', '--policy', 'per-second'], /--traffic: .*ENOENT/],
+    [['--fields', 'key=a'], /--fields needs --traffic/],
+    [['--balancer', 'log'], /--balancer log needs --traffic/],
+    [['--plans', '/nonexistent-plans.yaml'], /--plans: .*cannot read the plans file/],
     [['--balancer', 'fastest'], /--balancer: expected round-robin, random, sticky/],
     [['--balancer', 'zipf:x'], /scenario seeds-6x: Invalid `scenario.balancer.s`/],
     [
       ['--policy', 'cheap'],
-      /--policy: expected one of per-second, per-minute, per-second-exact or a JSON object/,
+      /--policy: expected one of per-second, per-minute, per-second-exact, a JSON object or a file with one/,
     ],
     [['--policy', '{"algorithm":"token-bucket"'], /--policy: not valid JSON/],
     [
@@ -53,10 +62,9 @@ describe('npm run sim', () => {
     [['--replay', '{"name":"x"}'], /scenario x: Invalid `scenario.durationMs`/],
     [['--replay', '{}', '--scenario', 'step'], /--replay and --scenario cannot be combined/],
     [['--prefix', 'p:'], /--prefix needs --redis/],
-    [['--out', '/nonexistent-dir/report.html'], /--out: cannot write to the directory/],
     [
       ['--redis', 'redis://127.0.0.1:1', '--scenario', 'step'],
-      /--redis: cannot connect to redis:\/\/127.0.0.1:1/,
+      /--redis: cannot connect to redis:\/\/127.0.0.1:1 \(connection refused: is redis-server running there\?\)/,
     ],
   ])('rejects %j with a message naming the option and exit code 2', async (args, message) => {
     const r = await simInProcess(args);
@@ -86,6 +94,19 @@ describe('npm run sim', () => {
     );
     expect(r.stdout).toMatch(/^tiny\s+4\s+zipf 1\s+3×\s+\d+/m);
     expect(r.stderr, 'no progress bar when stderr is not a terminal').toBe('');
+  });
+
+  it('creates the --out directory (a fresh clone has no sim/out), and names one it cannot create', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sim-'));
+    const out = join(dir, 'sim/out/report.html');
+    const r = await simInProcess(['--replay', JSON.stringify(tiny), '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(out, 'utf8')).toMatch(/^<!doctype html>/);
+    const file = join(dir, 'a-file');
+    writeFileSync(file, '');
+    const bad = await simInProcess(['--replay', JSON.stringify(tiny), '--out', join(file, 'report.html')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^sim: --out: cannot create the directory of .*a-file\/report.html \(ENOTDIR\)/);
   });
 
   it('writes a self-contained HTML report with the four charts', async () => {
