@@ -55,12 +55,12 @@ const DEFAULT_COLUMNS: Record<LogFormat, Record<Field, readonly string[]>> = {
   csv: {} as Record<Field, readonly string[]>,
   nginx: {
     time: ['time_local'],
-    key: ['remote_addr'],
+    key: ['http_x_api_key', 'remote_addr'],
     cost: [],
     method: [],
     path: [],
     request: ['request'],
-    instance: [],
+    instance: ['hostname'],
   },
   envoy: {
     time: ['start_time'],
@@ -77,6 +77,7 @@ DEFAULT_COLUMNS.csv = DEFAULT_COLUMNS.jsonl;
 /** Column names of the standard line formats; further columns are `$N` (1-based). */
 const LINE_COLUMNS: Record<'nginx' | 'envoy', readonly string[]> = {
   // log_format combined: $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"
+  // and, when appended, "$http_x_api_key" "$hostname" (the format docs/simulator.md suggests).
   nginx: [
     'remote_addr',
     'ident',
@@ -87,6 +88,8 @@ const LINE_COLUMNS: Record<'nginx' | 'envoy', readonly string[]> = {
     'body_bytes_sent',
     'http_referer',
     'http_user_agent',
+    'http_x_api_key',
+    'hostname',
   ],
   // Envoy's default format: [%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" ...
   envoy: [
