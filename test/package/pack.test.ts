@@ -37,6 +37,8 @@ const CHECKOUT = [
   'LICENSE',
   'src',
   'lua',
+  // The simulator is built into dist/sim and its examples ship (the `tokenlease sim` bin).
+  'sim',
 ];
 /** Packages the samples import besides tokenlease and its dependencies. */
 const SAMPLE_DEPS = [
@@ -119,6 +121,40 @@ describe('the packed package', () => {
       }
     }
   });
+
+  it('runs `npx tokenlease sim --plans plans.yaml --traffic access.log --out report.html` where only the tarball is installed', async () => {
+    const dir = join(work, 'sim-user');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'sim-user', private: true }));
+    // A real install: npm links the bin into node_modules/.bin, as for any user.
+    await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: dir });
+    // The user's own files; here the examples the package ships.
+    cpSync(join(dir, 'node_modules/tokenlease/sim/examples/plans.yaml'), join(dir, 'plans.yaml'));
+    cpSync(join(dir, 'node_modules/tokenlease/sim/examples/access.log'), join(dir, 'access.log'));
+    const { stdout, stderr } = await run(
+      'npx',
+      [
+        '--no-install',
+        'tokenlease',
+        'sim',
+        '--plans',
+        'plans.yaml',
+        '--traffic',
+        'access.log',
+        '--out',
+        'report.html',
+      ],
+      { cwd: dir },
+    );
+    expect(stdout, 'the table names the replayed log').toMatch(
+      /^access\.log\s+4 \(log\)\s+log\s+log\s+1669\s/m,
+    );
+    expect(stderr).toMatch(/HTML report: report\.html/);
+    const html = readFileSync(join(dir, 'report.html'), 'utf8');
+    expect(html).toMatch(/^<!doctype html>/);
+    expect(html, 'the run was on the plans file').toMatch(/under plans\.yaml/);
+    expect(html).toMatch(/tokenlease sim --plans plans\.yaml --traffic access\.log --out report\.html/);
+  }, 120_000);
 
   it('imports every exports subpath as ESM and with require() from a project that installed it', async () => {
     const dir = scratch('imports', 'ioredis');
