@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import type { PolicyConfig } from '../src/index.js';
 import type { BalancerConfig } from './scenario.js';
 import { POLICIES } from './suite.js';
-import { FORMATS, type FieldMap, type LogFormat, parseFieldMap } from './traffic.js';
+import { type FieldMap, FORMATS, type LogFormat, parseFieldMap } from './traffic.js';
 
 /** A problem with the command line: printed without a stack trace, exit code 2. */
 export class UsageError extends Error {}

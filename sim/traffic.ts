@@ -268,7 +268,7 @@ function toRecord(row: Row, format: LogFormat, fields: FieldMap): LogRecord & { 
     timeMs: parsedTime.ms,
     resolutionMs: parsedTime.resolutionMs,
     // X-Forwarded-For lists every hop: the client is the first.
-    key: String(key.value).split(',')[0]!.trim(),
+    key: key.column === 'x_forwarded_for' ? String(key.value).split(',')[0]!.trim() : String(key.value),
     cost,
     method: method === undefined ? undefined : String(method),
     path: path === undefined ? undefined : String(path).split('?')[0],

@@ -33,12 +33,18 @@ describe('npm run sim', () => {
     [['--bogus'], /^sim: unknown option --bogus\n/],
     [['extra'], /unexpected argument "extra"/],
     [['--scenario', 'nope'], /--scenario: unknown scenario "nope"; known: seeds-6x/],
-    [['--instances', 'many'], /--instances: expected a whole number from 1 to 1000 or a list like 5,10,20,50, got "many"/],
+    [
+      ['--instances', 'many'],
+      /--instances: expected a whole number from 1 to 1000 or a list like 5,10,20,50, got "many"/,
+    ],
     [['--instances', '0'], /^sim: --instances: expected a whole number from 1 to 1000/],
     [['--instances', '-3'], /^sim: --instances: expected a whole number from 1 to 1000 .*got "-3"/],
     [['--duration', '-1'], /^sim: --duration: expected a duration like 30s, 2m or 500ms, got "-1"/],
     [['--max-fraction', '0,2'], /--max-fraction: expected fractions above 0 up to 1/],
-    [['--replay', '{}'], /scenario #1: Invalid `scenario.name`: expected a name of 1 to 100 characters, got nothing \(the field is missing\)/],
+    [
+      ['--replay', '{}'],
+      /scenario #1: Invalid `scenario.name`: expected a name of 1 to 100 characters, got nothing \(the field is missing\)/,
+    ],
     [['--traffic', 'x.log'], /--traffic needs the limits to simulate: --policy or --plans/],
     [['--traffic', '/nonexistent.log', '--policy', 'per-second'], /--traffic: .*ENOENT/],
     [['--fields', 'key=a'], /--fields needs --traffic/],
@@ -106,7 +112,9 @@ describe('npm run sim', () => {
     writeFileSync(file, '');
     const bad = await simInProcess(['--replay', JSON.stringify(tiny), '--out', join(file, 'report.html')]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^sim: --out: cannot create the directory of .*a-file\/report.html \(E[A-Z]+\)/);
+    expect(bad.stderr).toMatch(
+      /^sim: --out: cannot create the directory of .*a-file\/report.html \(E[A-Z]+\)/,
+    );
   });
 
   it('writes a self-contained HTML report with the four charts', async () => {

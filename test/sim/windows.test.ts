@@ -32,7 +32,8 @@ describe('window metrics', () => {
           let brute = Number.NEGATIVE_INFINITY;
           for (const from of a) {
             for (const to of a) {
-              if (to.t >= from.t) brute = Math.max(brute, within(a, from.t, to.t) - (cap + rate * (to.t - from.t)));
+              if (to.t >= from.t)
+                brute = Math.max(brute, within(a, from.t, to.t) - (cap + rate * (to.t - from.t)));
             }
           }
           const online = new EnvelopeExcess(cap, rate);
