@@ -65,9 +65,10 @@ Run:
   --strict            missed targets of pending scenarios (open work) fail the run too
   -h, --help          this text
 
-Exit status: 0 when every check passed, 1 when a scenario missed a check, 2 on bad options. With
-your policy or plans the suite's targets (ours) are not applied: the checks are the bounds the
-design guarantees, and an exact policy must match the exact limiter exactly. A scenario marked
+Exit status: 0 when every check passed, 1 when a scenario missed a check, 2 on bad options. The
+suite's targets are for its scenarios as defined: with your policy or plans, or another
+--instances, --balancer, --duration or --max-fraction, the checks are the bounds the design
+guarantees, and an exact policy must match the exact limiter exactly. A scenario marked
 pending (its targets belong to open work) reports missed targets without failing the run unless
 --strict.`;
 
@@ -211,6 +212,11 @@ function parseOptions(argv: string[]): Options | 'help' | 'list' {
   const policy = v.policy === undefined ? undefined : parsePolicy(v.policy);
   const seed = v.seed === undefined ? undefined : wholeNumber(v.seed, '--seed');
   const fleet = (counts !== undefined && counts.length > 1) || v['max-fraction'] !== undefined;
+  const reshaped =
+    counts !== undefined ||
+    duration !== undefined ||
+    balancer !== undefined ||
+    v['max-fraction'] !== undefined;
 
   const runs: RunPlan[] = [];
   const addRuns = (
@@ -224,6 +230,9 @@ function parseOptions(argv: string[]): Options | 'help' | 'list' {
         if (instances !== undefined) input = { ...input, instances, autoscale: [] };
         if (seed !== undefined) input = { ...input, seed };
         if (maxFraction !== null) input = { ...input, policy: withMaxFraction(input.policy, maxFraction) };
+        // Our targets are for our scenarios as defined: another fleet, balancer, length or lease
+        // size keeps only the bounds (and an exact policy's drift of 0).
+        if (reshaped) input = targetsFor(input, input.policy);
         const scenario = validate(input, runs.length);
         if (traffic) scenario.replayOf = traffic.file;
         const plan: RunPlan = { scenario, deployment: deploymentFor(maxFraction) };
