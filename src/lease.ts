@@ -90,5 +90,6 @@ export function fullyCoveredAt(segments: readonly Segment[]): number {
 function dropSpent(segments: Segment[]): void {
   let write = 0;
   for (const s of segments) if (s.size - s.used > EPSILON) segments[write++] = s;
-  segments.length = write;
+  // Writing the length when nothing was dropped costs a store on the hot path.
+  if (write !== segments.length) segments.length = write;
 }

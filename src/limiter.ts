@@ -25,13 +25,14 @@ import { resetKey } from './stores/resetOps.js';
 import type { Store } from './stores/store.js';
 
 export interface LimiterOptions {
-  /** @default new MemoryStore({ now }) */
+  /** @default new MemoryStore({ now }) (on wall time when `now` is not given) */
   store?: Store;
   policies: Record<string, PolicyConfig>;
   /**
-   * Clock in ms for local lease bookkeeping (the store keeps its own). The simulator passes a
-   * virtual one.
-   * @default Date.now
+   * Clock in ms for local bookkeeping: denial memory, lease expiry, allowance reports, breaker
+   * cool-down, heartbeats (the store keeps its own time). It measures intervals only, so the
+   * default never jumps with the wall clock. The simulator passes a virtual one.
+   * @default performance.timeOrigin + performance.now()
    */
   now?: () => number;
   /**
@@ -143,12 +144,29 @@ function checkCost(cost: unknown, field: string, rule: Rule): number {
   return cost;
 }
 
+/**
+ * Milliseconds on the epoch scale that never jump: wall time at process start plus the monotonic
+ * time since. Intervals (denial memory, lease expiry, breaker cool-down) survive NTP steps.
+ */
+function monotonicNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+function decisionOf(consumed: Consumed): Decision {
+  return consumed.decision;
+}
+
 function positiveInteger(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
     throw new ConfigError(field, `expected an integer from 1 and up, got ${String(value)}`);
   }
   return value;
 }
+
+/** The methods each algorithm answers, as sets: looked up on every call. */
+const ANSWERS = new Map<string, ReadonlySet<Method>>(
+  Object.entries(ENGINES).map(([algorithm, engine]) => [algorithm, new Set<Method>(engine.methods)]),
+);
 
 /** How often an instance tells the store it is alive, in ms of the limiter's clock. */
 const HEARTBEAT_MS = 1000;
@@ -219,8 +237,9 @@ export class Limiter {
       throw new ConfigError('now', 'expected a function returning milliseconds');
     }
     this.#rules = compilePolicies(options.policies);
-    this.#now = options.now ?? Date.now;
-    const store = options.store ?? new MemoryStore({ now: this.#now });
+    this.#now = options.now ?? monotonicNow;
+    // The embedded store keeps wall time (calendar windows) unless a clock was given.
+    const store = options.store ?? new MemoryStore(options.now ? { now: options.now } : {});
     if (typeof store.run !== 'function')
       throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
     const gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
@@ -306,13 +325,28 @@ export class Limiter {
   consume(policy: string, key: string, cost?: number): Promise<Decision>;
   /** All-or-nothing across rules: if any is denied, tokens taken by the others are put back. */
   consume(checks: readonly Check[]): Promise<Decision>;
-  async consume(policyOrChecks: string | readonly Check[], key?: string, cost = 1): Promise<Decision> {
-    if (this.#closing) throw new ClosedError('Limiter');
-    if (typeof policyOrChecks === 'string' || !Array.isArray(policyOrChecks)) {
+  consume(policyOrChecks: string | readonly Check[], key?: string, cost = 1): Promise<Decision> {
+    // Not an async function: a decision made from local state resolves without a promise chain
+    // (no await of a value that is not a promise), and errors still reject, never throw.
+    try {
+      if (this.#closing) throw new ClosedError('Limiter');
+      if (typeof policyOrChecks !== 'string' && Array.isArray(policyOrChecks)) {
+        return this.#consumeAll(policyOrChecks);
+      }
       const rule = this.#rule(policyOrChecks, 'policy', 'consume');
-      const outcome = await this.#check(rule, this.#key(key, 'key'), checkCost(cost, 'cost', rule));
-      return outcome.decision;
+      const k = this.#key(key, 'key');
+      const c = checkCost(cost, 'cost', rule);
+      this.#stats.decisions++;
+      const state = this.#entry(rule, k);
+      const decision = state.decideLocal?.(c);
+      if (decision !== undefined) return Promise.resolve(decision);
+      return this.#checkStore(state, rule, k, c).then(decisionOf);
+    } catch (err) {
+      return Promise.reject(err);
     }
+  }
+
+  async #consumeAll(policyOrChecks: readonly Check[]): Promise<Decision> {
     if (policyOrChecks.length === 0) throw new ArgumentError('checks', 'expected at least one check');
     const checks = policyOrChecks.map((c, i) => {
       if (typeof c !== 'object' || c === null)
@@ -536,8 +570,8 @@ export class Limiter {
       const known = [...this.#rules.keys()].map((k) => JSON.stringify(k)).join(', ');
       throw new ArgumentError(field, `unknown policy ${JSON.stringify(name)}; known policies: ${known}`);
     }
-    const { methods } = ENGINES[rule.algorithm];
-    if (method !== undefined && !methods.includes(method)) {
+    if (method !== undefined && !ANSWERS.get(rule.algorithm)?.has(method)) {
+      const { methods } = ENGINES[rule.algorithm];
       throw new ArgumentError(
         field,
         `policy ${JSON.stringify(name)} is a ${rule.algorithm} policy: use ${methods.map((m) => `${m}()`).join(' or ')}`,

@@ -88,6 +88,11 @@ export interface KeyState {
   consume?(cost: number, check?: Check): Promise<Consumed>;
   /** The same decision without a promise when local state alone can answer; undefined otherwise. */
   consumeLocal?(cost: number, check?: Check): Consumed | undefined;
+  /**
+   * `consumeLocal` for a single-rule consume, which never refunds: the decision alone, nothing
+   * allocated for a refund. Undefined (nothing changed) when the store must answer.
+   */
+  decideLocal?(cost: number): Decision | undefined;
   /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
   reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
   /** Slot algorithms: hold slots until released (`Limiter.acquire`). */
@@ -176,6 +181,21 @@ export function backgroundCall<S, Req, Res>(
   req: Req,
 ): void {
   ctx.track(storeCall(ctx, op, storageKey, req, BACKGROUND).catch(() => {}));
+}
+
+/**
+ * For a key state evicted while its store call was in flight: the requests that waited for the
+ * call take their share first, then whatever is left is handed back.
+ */
+export function handBackWhenServed(ctx: EngineContext, state: KeyState): void {
+  ctx.track(
+    new Promise<void>((resolve) =>
+      setImmediate(() => {
+        state.returnUnused('orphaned');
+        resolve();
+      }),
+    ),
+  );
 }
 
 /** `retryAfterMs` as decisions carry it: whole milliseconds, or Infinity when it never passes. */

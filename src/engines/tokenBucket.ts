@@ -18,6 +18,7 @@ import {
   type Engine,
   type EngineContext,
   handBack,
+  handBackWhenServed,
   type KeyState,
   MAX_ATTEMPTS,
   seconds,
@@ -72,19 +73,28 @@ class TokenBucketKey implements KeyState {
    * else leaves the request to `consume` (nothing changed).
    */
   consumeLocal(cost: number, check?: Check): Consumed | undefined {
+    const decision = this.#decideLocal(cost, check);
+    return decision === undefined ? undefined : this.#consumed(decision, cost);
+  }
+
+  decideLocal(cost: number): Decision | undefined {
+    return this.#decideLocal(cost, undefined);
+  }
+
+  #decideLocal(cost: number, check: Check | undefined): Decision | undefined {
     const { ctx, rule } = this;
     if (rule.exact || cost > rule.maxLease) return undefined;
     if (this.allowance >= cost) {
       const now = ctx.now();
       this.#spendAllowance(now, cost);
-      return this.#consumed(ctx.answer(0, cost, check, this.#allow(now)), cost);
+      return ctx.answer(0, cost, check, this.#allow(now));
     }
     if (this.segments.length === 0) return undefined;
     const now = ctx.now();
     if (now >= this.expiresAt || !lease.take(this.segments, now, cost)) return undefined;
     noteDemand(this.demand, now, cost);
     this.#refillAhead(now);
-    return this.#consumed(ctx.answer(0, cost, check, this.#allow(now)), cost);
+    return ctx.answer(0, cost, check, this.#allow(now));
   }
 
   /** Admits under the allowance; the next sync starts when a quarter of it is left. */
@@ -271,8 +281,9 @@ class TokenBucketKey implements KeyState {
           used: 0,
         });
         this.expiresAt = lease.fullyCoveredAt(this.segments) + rule.leaseTtlMs;
-        // Evicted or closed while the call was in flight: nobody will spend these tokens.
-        if (ctx.peek(this.storageKey) !== this) this.returnUnused('orphaned');
+        // Evicted or closed while the call was in flight: the requests waiting for this call are
+        // served first (their continuations run before the immediate), then the rest goes back.
+        if (ctx.peek(this.storageKey) !== this) handBackWhenServed(ctx, this);
       })
       .catch((err: unknown) => {
         // Never sent: the usage it carried is still to be reported. Otherwise it may have been

@@ -34,6 +34,7 @@ import {
   type Engine,
   type EngineContext,
   handBack,
+  handBackWhenServed,
   type KeyState,
   MAX_ATTEMPTS,
   refunded,
@@ -86,6 +87,11 @@ class WindowKey implements KeyState {
   #lastGrant = 0;
   /** The store refused `#deniedCost` tokens until this local time. */
   #deniedUntil = 0;
+  /**
+   * When the store said the refused cost fits (what a refusal reports); the instance may look again
+   * sooner (`#deniedUntil`), since peers hand unused slices back.
+   */
+  #retryAt = 0;
   #deniedCost = 0;
   /** What the last store reply said, in local time. */
   #remaining: number;
@@ -131,7 +137,7 @@ class WindowKey implements KeyState {
         return { decision: answer(attempt, this.#decision(now, false, Math.min(wait, slice.endsAt - now))) };
       }
       if (now < this.#deniedUntil && cost >= this.#deniedCost) {
-        return { decision: answer(attempt, this.#decision(now, false, this.#deniedUntil - now)) };
+        return { decision: answer(attempt, this.#decision(now, false, this.#retryAt - now)) };
       }
       // Peers kept taking what this instance acquired: let the caller come back shortly.
       if (attempt === MAX_ATTEMPTS) return { decision: answer(attempt, this.#decision(now, false, 1)) };
@@ -163,6 +169,7 @@ class WindowKey implements KeyState {
       return { decision, refund: () => this.#refund(result.window, cost, decision) };
     }
     this.#deniedUntil = sentAt + result.retryMs;
+    this.#retryAt = this.#deniedUntil;
     this.#deniedCost = cost;
     return { decision: ctx.answer(1, cost, check, this.#decision(now, false, this.#deniedUntil - now)) };
   }
@@ -214,6 +221,8 @@ class WindowKey implements KeyState {
         if (result.granted === 0) {
           // Peers hand unused slices back within a lease time: look again by then at the latest.
           this.#deniedUntil = sentAt + Math.min(result.retryMs, rule.leaseTtlMs);
+          // The client hears when the store says the cost fits, not when this instance looks again.
+          this.#retryAt = sentAt + result.retryMs;
           this.#deniedCost = request.min;
           return;
         }
@@ -237,8 +246,9 @@ class WindowKey implements KeyState {
         }
         this.slice.segments.push(segment);
         this.slice.expiresAt = now + rule.leaseTtlMs;
-        // Evicted or closed while the call was in flight: nobody will spend these tokens.
-        if (ctx.peek(this.storageKey) !== this) this.returnUnused('orphaned');
+        // Evicted or closed while the call was in flight: the requests waiting for this call are
+        // served first (their continuations run before the immediate), then the rest goes back.
+        if (ctx.peek(this.storageKey) !== this) handBackWhenServed(ctx, this);
       })
       .finally(() => {
         this.#inflight = undefined;

@@ -3,8 +3,9 @@
  * many keys' operations. Calls somebody waits for go out at the end of the current event-loop turn
  * (when every request that arrived in it has asked); background calls wait up to `maxWaitMs` for
  * company and never go ahead of a waiting call. A batch holds keys of one group only (a Redis
- * Cluster slot) and at most `maxItems` calls; at most `maxInFlight` batches are in flight, the rest
- * queue, foreground first.
+ * Cluster slot) and at most `maxItems` calls; at most `maxInFlight` batches with a waiting call are
+ * in flight, and apart from them at most half as many of background calls only, so background work
+ * never takes the slot a waiting call needs.
  *
  * Every call settles within `timeoutMs` of being made, queueing included: one still queued then
  * was never sent and fails as unavailable; one already sent fails as timed out (it may have run,
@@ -54,6 +55,8 @@ interface Pending extends BatchItem {
 export class Batcher {
   readonly #options: BatcherOptions;
   readonly #gate: LimitFunction;
+  /** Batches of background calls only take at most half the slots: waiting calls always find one. */
+  readonly #backgroundGate: LimitFunction;
   #foreground: Pending[] = [];
   #background: Pending[] = [];
   #immediate: NodeJS.Immediate | undefined;
@@ -64,6 +67,7 @@ export class Batcher {
   constructor(options: BatcherOptions) {
     this.#options = options;
     this.#gate = pLimit(options.maxInFlight);
+    this.#backgroundGate = pLimit(Math.max(1, Math.floor(options.maxInFlight / 2)));
   }
 
   /** Queues one call; `item.settle` is called exactly once, within the timeout. */
@@ -128,7 +132,8 @@ export class Batcher {
     for (const list of groups.values()) {
       for (let i = 0; i < list.length; i += this.#options.maxItems) {
         const chunk = list.slice(i, i + this.#options.maxItems);
-        void this.#gate(() => this.#send(chunk));
+        const gate = chunk.every((p) => p.background) ? this.#backgroundGate : this.#gate;
+        void gate(() => this.#send(chunk));
       }
     }
   }

@@ -10,7 +10,8 @@ const MAX_LITERAL_KEY = 64;
  * by their SHA-256; the `k:` / `h:` marker keeps a literal key from colliding with a hashed one.
  */
 export function storageKey(algorithm: string, policy: string, key: string): string {
-  const literal = key.length <= MAX_LITERAL_KEY && !/[{}]/.test(key) && key.isWellFormed();
+  const literal =
+    key.length <= MAX_LITERAL_KEY && !key.includes('{') && !key.includes('}') && key.isWellFormed();
   const tag = literal
     ? `k:${key}`
     : `h:${createHash('sha256')

@@ -1,0 +1,101 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { StoreTimeoutError, StoreUnavailableError } from '../../src/errors.js';
+import { Batcher, type BatcherOptions, type BatchItem, type ItemReply } from '../../src/stores/batcher.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+function batcher(options: Partial<BatcherOptions> & Pick<BatcherOptions, 'send'>) {
+  return new Batcher({
+    groupOf: () => '',
+    canSend: () => true,
+    timeoutMs: 50,
+    maxItems: 256,
+    maxWaitMs: 2,
+    maxInFlight: 16,
+    ...options,
+  });
+}
+
+/** Adds a call and returns how it settled. */
+function call(b: Batcher, key: string, background = false) {
+  return new Promise<{ error?: unknown; reply?: unknown }>((resolve) => {
+    b.add({ key, script: 'op', args: [], background, settle: (error, reply) => resolve({ error, reply }) });
+  });
+}
+
+const echo = async (items: readonly BatchItem[]): Promise<ItemReply[]> =>
+  items.map((i) => ({ ok: true, reply: i.key }));
+
+describe('Batcher', () => {
+  it('sends the calls of one event-loop turn as one batch, foreground first', async () => {
+    const batches: string[][] = [];
+    const b = batcher({
+      send: async (items) => {
+        batches.push(items.map((i) => i.key));
+        return echo(items);
+      },
+    });
+    const results = await Promise.all([call(b, 'bg', true), call(b, 'a'), call(b, 'b')]);
+    expect(results.map((r) => r.reply)).toEqual(['bg', 'a', 'b']);
+    expect(batches, 'one round trip; the background call rides along behind').toEqual([['a', 'b', 'bg']]);
+    expect(b.batches).toBe(1);
+  });
+
+  it('cuts batches by group and by size', async () => {
+    const batches: string[][] = [];
+    const b = batcher({
+      groupOf: (key) => key[0]!,
+      maxItems: 2,
+      send: async (items) => {
+        batches.push(items.map((i) => i.key));
+        return echo(items);
+      },
+    });
+    await Promise.all(['a1', 'b1', 'a2', 'a3'].map((k) => call(b, k)));
+    expect(batches).toEqual([['a1', 'a2'], ['a3'], ['b1']]);
+  });
+
+  it('settles every call within the timeout from the moment it is made: sent ones as timed out, queued ones as never sent', async () => {
+    vi.useFakeTimers();
+    let sent = 0;
+    // A store that never answers, with room for one batch in flight.
+    const b = batcher({ maxInFlight: 1, maxItems: 1, send: () => (sent++, new Promise(() => {})) });
+    const first = call(b, 'a');
+    const second = call(b, 'b');
+    await vi.advanceTimersByTimeAsync(49);
+    expect(sent, 'the second waits for a batch slot').toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect((await first).error).toBeInstanceOf(StoreTimeoutError);
+    const queued = (await second).error;
+    expect(queued, 'never sent: certainly not applied').toBeInstanceOf(StoreUnavailableError);
+    expect(String(queued)).toMatch(/not sent within 50 ms/);
+  });
+
+  it('holds calls made before the connection is ready, and sends them once it is', async () => {
+    let ready = false;
+    const b = batcher({ canSend: () => ready, send: echo });
+    const pending = call(b, 'a');
+    await new Promise((resolve) => setImmediate(resolve));
+    ready = true;
+    b.ready();
+    expect((await pending).reply).toBe('a');
+  });
+
+  it('fails one item alone when the store says so, and all of a batch that failed whole', async () => {
+    const b = batcher({
+      send: async (items) =>
+        items.length === 2
+          ? [
+              { ok: true, reply: 1 },
+              { ok: false, error: new Error('bad item') },
+            ]
+          : Promise.reject(new Error('down')),
+    });
+    const [x, y] = await Promise.all([call(b, 'x'), call(b, 'y')]);
+    expect(x.reply).toBe(1);
+    expect(String(y.error)).toMatch(/bad item/);
+    expect(String((await call(b, 'z')).error)).toMatch(/down/);
+  });
+});
