@@ -182,6 +182,7 @@ function viewOf(request: FastifyRequest, routePattern: string | undefined): Requ
     routePattern,
     headers: request.headers,
     remoteAddress: request.socket.remoteAddress,
+    clientAddress: request.ip,
   };
 }
 

@@ -57,6 +57,12 @@ export interface PeerFastifyOptions {
   onExceeded?: (req: FastifyRequest, key: string) => void;
   /** Every refused request restarts the client's window. @default false */
   continueExceeding?: boolean;
+  /**
+   * Every refused request restarts the client's window, and the n-th refusal in a row says to retry
+   * in `timeWindow * 2^(n-1)` (as the plugin's local store: the window itself stays `timeWindow`).
+   * @default false
+   */
+  exponentialBackoff?: boolean;
   /** @default 64 */
   ipv6Subnet?: number;
   /** The client key; a number counts as its string. @default the IP, IPv6 by its /ipv6Subnet */
@@ -252,19 +258,21 @@ export class PeerRateLimit {
     const policy = policyName(scope, max, timeWindow);
     let d = await limiter.consume(policy, key);
     let isBanned = false;
+    const countsRefusals = p.ban !== undefined || p.exponentialBackoff;
     if (!d.allowed) {
-      if (p.ban !== undefined) {
-        // Refusals are not counted in the window, so a second counter holds them.
-        const over = await limiter.consume(overName(scope, timeWindow), key);
-        isBanned = over.limit - over.remaining > p.ban;
-      }
-      if (p.continueExceeding) {
+      // Refusals are not counted in the window, so a second counter holds them.
+      const refusals = countsRefusals ? used(await limiter.consume(overName(scope, timeWindow), key)) : 0;
+      isBanned = p.ban !== undefined && refusals > p.ban;
+      if (p.continueExceeding || p.exponentialBackoff) {
         // A refusal restarts the window, full: the client waits a whole window from now.
         await limiter.reset(policy, key);
         await limiter.consume(policy, key, max);
-        d = { ...d, retryAfterMs: timeWindow };
+        const backoff = p.exponentialBackoff
+          ? Math.min(timeWindow * 2 ** (refusals - 1), Number.MAX_SAFE_INTEGER)
+          : timeWindow;
+        d = { ...d, retryAfterMs: backoff };
       }
-    } else if (p.ban !== undefined && d.remaining === max - 1) {
+    } else if (countsRefusals && d.remaining === max - 1) {
       // A new window: the refusals of the last one are forgotten.
       await limiter.reset(overName(scope, timeWindow), key);
     }
@@ -320,6 +328,7 @@ export class PeerRateLimit {
   }
 }
 
+const used = (d: { limit: number; remaining: number }) => d.limit - d.remaining;
 const policyName = (scope: string, max: number, timeWindow: number) => `${scope}:${max}/${timeWindow}`;
 const overName = (scope: string, timeWindow: number) => `${scope}:refused/${timeWindow}`;
 

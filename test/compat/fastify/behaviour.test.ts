@@ -4,6 +4,7 @@
 import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import rateLimit from '../../../src/http/fastify.js';
+import { Limiter } from '../../../src/index.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../../support/clients.js';
 
 afterAll(closeAllClients);
@@ -59,5 +60,22 @@ describe('tokenlease/fastify without a limiter', () => {
       expect(other.statusCode, `trustProxy ${trustProxy}`).toBe(second);
       await app.close();
     }
+  });
+
+  it("with a limiter too, Fastify's trustProxy decides who the client is", async () => {
+    const limiter = new Limiter({
+      policies: { p: { algorithm: 'fixed-window', limit: 1, window: '1m', lease: 'exact' } },
+      sweepIntervalMs: 0,
+    });
+    const app = Fastify({ trustProxy: true });
+    await app.register(rateLimit, { limiter, rules: [{ policy: 'p', by: 'ip' }] });
+    app.get('/', async () => 'ok');
+    await app.inject({ url: '/', headers: { 'x-forwarded-for': '203.0.113.1' } });
+    const other = await app.inject({ url: '/', headers: { 'x-forwarded-for': '203.0.113.2' } });
+    expect(other.statusCode, 'another client behind the trusted proxy').toBe(200);
+    const again = await app.inject({ url: '/', headers: { 'x-forwarded-for': '203.0.113.1' } });
+    expect(again.statusCode).toBe(429);
+    await app.close();
+    await limiter.close();
   });
 });

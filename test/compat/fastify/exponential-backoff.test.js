@@ -1,19 +1,160 @@
 // Ported from @fastify/rate-limit 78a7d41143f5418fef3cfe3ac6b46c944e637dc2, test/exponential-backoff.test.js:
 // the original assertions, run through ./mapping.js and ./nodeTest.ts (node:test on vitest).
 
-import { notYetSupported } from '../notApplicable.js';
+import assert from 'node:assert';
+import Fastify from 'fastify';
+import { deliberatelyDifferent } from '../notApplicable.js';
+import rateLimit from './mapping.js';
+import { test } from './nodeTest.js';
 
-notYetSupported(
-  'Exponential Backoff',
-  "exponentialBackoff: a refused request's window grows with each refusal; not built yet (it needs per-key window lengths in the fixed-window policy)",
-);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-notYetSupported(
-  'Global Exponential Backoff',
-  "exponentialBackoff: a refused request's window grows with each refusal; not built yet (it needs per-key window lengths in the fixed-window policy)",
-);
+test('Exponential Backoff', async () => {
+  const fastify = Fastify();
 
-notYetSupported(
+  // Register rate limit plugin with exponentialBackoff set to true in routeConfig
+  await fastify.register(rateLimit, { max: 2, timeWindow: 500 });
+
+  fastify.get(
+    '/expoential-backoff',
+    {
+      config: {
+        rateLimit: {
+          max: 2,
+          timeWindow: 500,
+          exponentialBackoff: true,
+        },
+      },
+    },
+    async () => 'exponential backoff applied!',
+  );
+
+  // Test
+  const res = await fastify.inject({ url: '/expoential-backoff', method: 'GET' });
+  assert.deepStrictEqual(res.statusCode, 200);
+  assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '1');
+
+  const res2 = await fastify.inject({ url: '/expoential-backoff', method: 'GET' });
+  assert.deepStrictEqual(res2.statusCode, 200);
+  assert.deepStrictEqual(res2.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(res2.headers['x-ratelimit-remaining'], '0');
+
+  const res3 = await fastify.inject({ url: '/expoential-backoff', method: 'GET' });
+  assert.deepStrictEqual(res3.statusCode, 429);
+  assert.deepStrictEqual(res3.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(res3.headers['x-ratelimit-remaining'], '0');
+  assert.deepStrictEqual(
+    {
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit exceeded, retry in 1 second',
+    },
+    JSON.parse(res3.payload),
+  );
+
+  const res4 = await fastify.inject({ url: '/expoential-backoff', method: 'GET' });
+  assert.deepStrictEqual(res4.statusCode, 429);
+  assert.deepStrictEqual(res4.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(res4.headers['x-ratelimit-remaining'], '0');
+  assert.deepStrictEqual(
+    {
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit exceeded, retry in 1 second',
+    },
+    JSON.parse(res4.payload),
+  );
+
+  // Wait for the window to reset
+  await sleep(1000);
+  const res5 = await fastify.inject({ url: '/expoential-backoff', method: 'GET' });
+  assert.deepStrictEqual(res5.statusCode, 200);
+  assert.deepStrictEqual(res5.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(res5.headers['x-ratelimit-remaining'], '1');
+});
+
+test('Global Exponential Backoff', async () => {
+  const fastify = Fastify();
+
+  // Register rate limit plugin with exponentialBackoff set to true in routeConfig
+  await fastify.register(rateLimit, { max: 2, timeWindow: 500, exponentialBackoff: true });
+
+  fastify.get(
+    '/expoential-backoff-global',
+    {
+      config: {
+        rateLimit: {
+          max: 2,
+          timeWindow: 500,
+        },
+      },
+    },
+    async () => 'exponential backoff applied!',
+  );
+
+  // Test
+  let res;
+  res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+  assert.deepStrictEqual(res.statusCode, 200);
+  assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '1');
+
+  res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+  assert.deepStrictEqual(res.statusCode, 200);
+  assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '0');
+
+  res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+  assert.deepStrictEqual(res.statusCode, 429);
+  assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(
+    {
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit exceeded, retry in 1 second',
+    },
+    JSON.parse(res.payload),
+  );
+
+  res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+  assert.deepStrictEqual(res.statusCode, 429);
+  assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(
+    {
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit exceeded, retry in 1 second',
+    },
+    JSON.parse(res.payload),
+  );
+
+  res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+  assert.deepStrictEqual(res.statusCode, 429);
+  assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(
+    {
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit exceeded, retry in 2 seconds',
+    },
+    JSON.parse(res.payload),
+  );
+
+  res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+  assert.deepStrictEqual(res.statusCode, 429);
+  assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+  assert.deepStrictEqual(
+    {
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: 'Rate limit exceeded, retry in 4 seconds',
+    },
+    JSON.parse(res.payload),
+  );
+});
+
+deliberatelyDifferent(
   'MAx safe Exponential Backoff',
-  "exponentialBackoff: a refused request's window grows with each refusal; not built yet (it needs per-key window lengths in the fixed-window policy)",
+  "a window of '285421 years' is rejected with a ConfigError naming timeWindow (windows are validated like rates, at most about 31 years)",
 );
