@@ -59,5 +59,6 @@ const RESERVED = /[%&=]/;
 
 function escapePart(value: string): string {
   if (!RESERVED.test(value)) return value;
-  return value.replace(/[%&=]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  // `%` first: the escapes of the others contain one.
+  return value.replaceAll('%', '%25').replaceAll('&', '%26').replaceAll('=', '%3D');
 }

@@ -102,6 +102,16 @@ describe('request parsing', () => {
     expect(pathOf('*')).toBe('/*');
   });
 
+  it('escapes %, & and = in key values, percent-encoded', () => {
+    expect(buildKey([['client', 'ip=10.0.0.1']])).toBe('client=ip%3D10.0.0.1');
+    expect(
+      buildKey([
+        ['apiKey', 'a%26b&c=d'],
+        ['route', 'GET /x'],
+      ]),
+    ).toBe('apiKey=a%2526b%26c%3Dd&route=GET /x');
+  });
+
   it('builds keys that never collide', () => {
     const parts = fc.array(fc.tuple(fc.constantFrom('apiKey', 'ip', 'route'), fc.string()), {
       minLength: 1,
