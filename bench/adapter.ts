@@ -86,7 +86,7 @@ async function runFramework(ctx: BenchContext, framework: string): Promise<Bench
     targets: [
       {
         target: `${framework} adapter, 1 rule, hot client: server CPU ≤ +${TARGET.addedUs} µs/request over no limiter, throughput within ${TARGET.points} points of a bare Map bucket`,
-        measured: `+${added.toFixed(2)} µs; ${behindMap.toFixed(1)} points behind the Map`,
+        measured: `${added >= 0 ? '+' : '−'}${Math.abs(added).toFixed(2)} µs; ${Math.abs(behindMap).toFixed(1)} points ${behindMap >= 0 ? 'behind' : 'ahead of'} the Map`,
         met: added <= TARGET.addedUs && behindMap <= TARGET.points,
       },
     ],

@@ -7,10 +7,11 @@
  * - `fleet-redis`: 8 instances with their own connections on one redis-server, 10k Zipf keys,
  *   100/s with a burst of 100 per key, requests spread round-robin over the instances.
  */
-import { type Contestant, contestant, type Decider, type Scenario } from './contestants.js';
+import { type Contestant, contestant, DENY, type Decider, type Scenario } from './contestants.js';
 import type { BenchContext } from './context.js';
 import { drive } from './driver.js';
-import { connect, disconnect } from './redis.js';
+import { pin, REDIS_CPU } from './pin.js';
+import { connect, disconnect, openRedis } from './redis.js';
 import { RedisCost, RedisMeter } from './redis-meter.js';
 import { type BenchOutput, percentSpread, type Row, si, type TargetCheck } from './report.js';
 import { summarize } from './stats.js';
@@ -25,7 +26,8 @@ const FLEET = { commands: 0.25, roundTrips: 0.02 };
 
 interface Entrant {
   readonly contestant: Contestant;
-  readonly decider: Decider;
+  decider: Decider;
+  readonly place: Place | undefined;
   readonly rates: number[];
   readonly cost: RedisCost;
   allowed: number;
@@ -55,24 +57,70 @@ interface CaseSpec {
   readonly rounds: number;
   readonly roundMs: number;
   readonly warmMs: number;
+  /** Redis's idle CPU is calibrated over this long on each contestant's server. */
+  readonly idleMs: number;
 }
 
-async function measure(ctx: BenchContext, meter: RedisMeter, spec: CaseSpec): Promise<Entrant[]> {
+/**
+ * Where one contestant's Redis work is counted. With a bench-owned server every Redis contestant
+ * gets a redis-server of its own: a limiter's background work (refill-ahead, write-behind reports,
+ * heartbeats) goes on while the others take their turn, and on a shared server it would be counted
+ * to them. Given a server by URL (the smoke test), all share it.
+ */
+interface Place {
+  readonly url: string;
+  readonly meter: RedisMeter;
+  close(): Promise<void>;
+}
+
+async function placeFor(ctx: BenchContext, idleMs: number): Promise<Place> {
+  const server = ctx.redis.owned ? await openRedis(undefined) : undefined;
+  if (server?.pid !== undefined && ctx.pinned) pin(server.pid, REDIS_CPU);
+  const url = server?.url ?? ctx.redis.url;
+  const observer = await connect(url);
+  try {
+    const meter = await RedisMeter.open(observer, idleMs);
+    return {
+      url,
+      meter,
+      close: async () => {
+        await disconnect(observer);
+        await server?.stop();
+      },
+    };
+  } catch (err) {
+    await disconnect(observer);
+    await server?.stop();
+    throw err;
+  }
+}
+
+async function measure(ctx: BenchContext, spec: CaseSpec): Promise<Entrant[]> {
   const entrants: Entrant[] = [];
   try {
     for (const id of spec.contestants) {
       const c = contestant(id);
+      const place = c.redis ? await placeFor(ctx, spec.idleMs) : undefined;
       const deciders: Decider[] = [];
+      const entrant: Entrant = {
+        contestant: c,
+        decider: { decide: () => DENY, close: async () => {} },
+        place,
+        rates: [],
+        cost: new RedisCost(),
+        allowed: 0,
+        errors: 0,
+      };
+      entrants.push(entrant);
       for (let i = 0; i < (c.redis ? spec.instances : 1); i++) {
         deciders.push(
           await c.create(spec.scenario, {
-            redisUrl: ctx.redis.url,
+            redisUrl: place?.url ?? ctx.redis.url,
             prefix: `${ctx.runId}:tail:${spec.label}:${id}:`,
           }),
         );
       }
-      const decider = deciders.length === 1 ? (deciders[0] as Decider) : roundRobin(deciders);
-      entrants.push({ contestant: c, decider, rates: [], cost: new RedisCost(), allowed: 0, errors: 0 });
+      entrant.decider = deciders.length === 1 ? (deciders[0] as Decider) : roundRobin(deciders);
     }
     const load = (e: Entrant, durationMs: number) =>
       drive(e.decider, { stream: spec.keys.stream, durationMs, concurrency: spec.concurrency });
@@ -84,7 +132,8 @@ async function measure(ctx: BenchContext, meter: RedisMeter, spec: CaseSpec): Pr
     for (let round = 0; round < spec.rounds; round++) {
       for (let i = 0; i < entrants.length; i++) {
         const e = entrants[(i + round) % entrants.length] as Entrant;
-        const r = await meter.measure(e.cost, e.decider.roundTrips, () => load(e, spec.roundMs));
+        const run = () => load(e, spec.roundMs);
+        const r = e.place ? await e.place.meter.measure(e.cost, e.decider.roundTrips, run) : await run();
         e.rates.push(r.perSecond);
         e.allowed += r.allowed;
         e.errors += r.errors;
@@ -92,6 +141,7 @@ async function measure(ctx: BenchContext, meter: RedisMeter, spec: CaseSpec): Pr
     }
   } finally {
     await Promise.all(entrants.map((e) => e.decider.close()));
+    await Promise.all(entrants.map((e) => e.place?.close()));
   }
   return entrants;
 }
@@ -164,23 +214,10 @@ function caseRows(bench: string, spec: CaseSpec, entrants: readonly Entrant[]): 
   return ours ? { rows, ours } : { rows };
 }
 
-async function withMeter<T>(
-  ctx: BenchContext,
-  idleMs: number,
-  run: (m: RedisMeter) => Promise<T>,
-): Promise<T> {
-  const observer = await connect(ctx.redis.url);
-  try {
-    return await run(await RedisMeter.open(observer, idleMs));
-  } finally {
-    await disconnect(observer);
-  }
-}
-
 export async function runTailRedis(ctx: BenchContext): Promise<BenchOutput> {
   const { tail } = ctx.profile;
   const [hot, zipf] = keySets(ctx.profile.zipfKeys) as [KeySet, KeySet];
-  const timing = { rounds: tail.rounds, roundMs: tail.roundMs, warmMs: tail.warmMs };
+  const timing = { rounds: tail.rounds, roundMs: tail.roundMs, warmMs: tail.warmMs, idleMs: tail.idleMs };
   const one = { scenario: 'hit' as const, instances: 1, contestants: tail.contestants, ...timing };
   const specs: CaseSpec[] = [
     ...tail.concurrency.map((concurrency) => ({
@@ -198,20 +235,18 @@ export async function runTailRedis(ctx: BenchContext): Promise<BenchOutput> {
   ];
   const rows: Row[] = [];
   const targets: TargetCheck[] = [];
-  await withMeter(ctx, tail.idleMs, async (meter) => {
-    for (const spec of specs) {
-      ctx.log(`tail-redis: ${spec.label}`);
-      const fig = caseRows('tail-redis', spec, await measure(ctx, meter, spec));
-      rows.push(...fig.rows);
-      if (spec.keys === hot || !fig.ours) continue;
-      const o = fig.ours;
-      targets.push({
-        target: `tail, ${spec.label}: ≥ 1/4 of the Map floor, ≤ ${TAIL.commands} commands and ≤ ${TAIL.roundTrips} round trips per decision`,
-        measured: `${o.share.toPrecision(2)} of the floor; ${o.commands.toPrecision(2)} commands; ${o.roundTrips.toPrecision(2)} round trips`,
-        met: o.share >= TAIL.floorShare && o.commands <= TAIL.commands && o.roundTrips <= TAIL.roundTrips,
-      });
-    }
-  });
+  for (const spec of specs) {
+    ctx.log(`tail-redis: ${spec.label}`);
+    const fig = caseRows('tail-redis', spec, await measure(ctx, spec));
+    rows.push(...fig.rows);
+    if (spec.keys === hot || !fig.ours) continue;
+    const o = fig.ours;
+    targets.push({
+      target: `tail, ${spec.label}: ≥ 1/4 of the Map floor, ≤ ${TAIL.commands} commands and ≤ ${TAIL.roundTrips} round trips per decision`,
+      measured: `${o.share.toPrecision(2)} of the floor; ${o.commands.toPrecision(2)} commands; ${o.roundTrips.toPrecision(2)} round trips`,
+      met: o.share >= TAIL.floorShare && o.commands <= TAIL.commands && o.roundTrips <= TAIL.roundTrips,
+    });
+  }
   return { rows, targets };
 }
 
@@ -228,11 +263,10 @@ export async function runFleetRedis(ctx: BenchContext): Promise<BenchOutput> {
     rounds: fleet.rounds,
     roundMs: fleet.roundMs,
     warmMs: fleet.warmMs,
+    idleMs: fleet.idleMs,
   };
   ctx.log(`fleet-redis: ${spec.label}`);
-  const fig = await withMeter(ctx, fleet.idleMs, async (meter) =>
-    caseRows('fleet-redis', spec, await measure(ctx, meter, spec)),
-  );
+  const fig = caseRows('fleet-redis', spec, await measure(ctx, spec));
   const o = fig.ours;
   return {
     rows: fig.rows,
