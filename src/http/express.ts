@@ -7,7 +7,7 @@ import type { Store } from '../stores/store.js';
 import { ipKey, parseHop } from './clientIp.js';
 import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
 import { Checks, type Logger, type ValidateOptions } from './expressChecks.js';
-import type { StandardHeaders } from './headers.js';
+import { type StandardHeaders, setRateLimitHeaders } from './headers.js';
 import type { Refusal } from './node.js';
 import { buildKey, pathOf, type RequestView } from './request.js';
 
@@ -206,7 +206,7 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       const c = cores ? cores.for(limit!) : native!;
       const outcome = await c.core.check(req);
       (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
-      if (!res.headersSent) setHeaders(res, outcome.headers);
+      if (!res.headersSent) setRateLimitHeaders(res, outcome.headers);
       if (outcome.action === 'next') {
         if (settled && outcome.info) giveBackWhen(settled, req, res, resolved, c.limiter, outcome.info);
         return next();
@@ -370,20 +370,6 @@ function duration(windowMs: number): string {
   if (minutes < 60) return `${minutes}min`;
   if (hours < 24) return `${hours}hr${hours > 1 ? 's' : ''}`;
   return `${days}day${days > 1 ? 's' : ''}`;
-}
-
-/** Stacked limiters add their entries to the list headers (draft-8/10) instead of replacing them. */
-const LIST_HEADERS = new Set(['ratelimit', 'ratelimit-policy']);
-
-function setHeaders(res: Response, headers: readonly [string, string][]): void {
-  const structured = headers.some(([n, v]) => n === 'RateLimit-Policy' && v.startsWith('"'));
-  for (const [name, value] of headers) {
-    if (structured && LIST_HEADERS.has(name.toLowerCase()) && res.getHeader(name) !== undefined) {
-      res.append(name, value);
-    } else {
-      res.setHeader(name, value);
-    }
-  }
 }
 
 /** express-rate-limit's default handler: `message` (awaited when a function) with the status. */

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 
 /**
  * Which `RateLimit` header syntax to send:
@@ -148,4 +149,22 @@ function sfString(value: string): string {
 function partitionKey(key: string): string {
   const hex = createHash('sha256').update(key).digest('hex').slice(0, 12);
   return Buffer.from(hex).toString('base64');
+}
+
+const LIST_HEADERS = new Set(['ratelimit', 'ratelimit-policy']);
+
+/**
+ * Sets the headers of a decision on a response. `RateLimit` and `RateLimit-Policy` of the
+ * structured drafts (8, 10) are lists: a limiter stacked after another on the same response adds
+ * its entries (as express-rate-limit does) instead of replacing them.
+ */
+export function setRateLimitHeaders(
+  res: Pick<ServerResponse, 'getHeader' | 'setHeader'>,
+  headers: readonly Header[],
+): void {
+  const lists = headers.some(([name, value]) => name === 'RateLimit-Policy' && value.startsWith('"'));
+  for (const [name, value] of headers) {
+    const earlier = lists && LIST_HEADERS.has(name.toLowerCase()) ? res.getHeader(name) : undefined;
+    res.setHeader(name, earlier === undefined ? value : [...[earlier].flat().map(String), value]);
+  }
 }
