@@ -152,6 +152,16 @@ function monotonicNow(): number {
   return performance.timeOrigin + performance.now();
 }
 
+/** A multi-rule decision: allowed if every rule allowed, else the allowed ones are refunded. */
+function allOrNothing(outcomes: readonly Consumed[]): Decision {
+  const decisions = outcomes.map((o) => o.decision);
+  const denied = decisions.filter((d) => !d.allowed);
+  if (denied.length === 0) return { ...tightest(decisions), checks: decisions };
+  // The allowed rules are refunded, so each reports what is left after the refund.
+  const each = outcomes.map((o) => (o.decision.allowed && o.refund ? o.refund() : o.decision));
+  return { ...latestRetry(denied), checks: each };
+}
+
 function decisionOf(consumed: Consumed): Decision {
   return consumed.decision;
 }
@@ -346,7 +356,7 @@ export class Limiter {
     }
   }
 
-  async #consumeAll(policyOrChecks: readonly Check[]): Promise<Decision> {
+  #consumeAll(policyOrChecks: readonly Check[]): Promise<Decision> {
     if (policyOrChecks.length === 0) throw new ArgumentError('checks', 'expected at least one check');
     const checks = policyOrChecks.map((c, i) => {
       if (typeof c !== 'object' || c === null)
@@ -365,16 +375,18 @@ export class Limiter {
         check: c,
       };
     });
-    const settled = await Promise.allSettled(checks.map((c) => this.#check(c.rule, c.key, c.cost, c.check)));
-    const outcomes = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
-    const decisions = outcomes.map((o) => o.decision);
-    const failure = settled.find((s) => s.status === 'rejected');
-    const denied = decisions.filter((d) => !d.allowed);
-    if (failure === undefined && denied.length === 0) return { ...tightest(decisions), checks: decisions };
-    // The allowed rules are refunded, so each reports what is left after the refund.
-    const each = outcomes.map((o) => (o.decision.allowed && o.refund ? o.refund() : o.decision));
-    if (failure) throw failure.reason;
-    return { ...latestRetry(denied), checks: each };
+    const pending = checks.map((c) => this.#check(c.rule, c.key, c.cost, c.check));
+    // All answered from local state: no promise to wait for.
+    if (!pending.some((p) => p instanceof Promise))
+      return Promise.resolve(allOrNothing(pending as Consumed[]));
+    return Promise.allSettled(pending).then((settled) => {
+      const outcomes = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+      const failure = settled.find((s) => s.status === 'rejected');
+      if (failure === undefined) return allOrNothing(outcomes);
+      // The allowed rules are refunded before the failure surfaces.
+      for (const o of outcomes) if (o.decision.allowed) o.refund?.();
+      throw failure.reason;
+    });
   }
 
   /**

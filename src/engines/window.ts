@@ -145,6 +145,31 @@ class WindowKey implements KeyState {
     }
   }
 
+  /** The lease hit without a promise: a slice of the current window covers `cost` right now. */
+  consumeLocal(cost: number, check?: Check): Consumed | undefined {
+    const slice = this.slice;
+    const decision = this.#decideLocal(cost, check);
+    if (decision === undefined || slice === undefined) return undefined;
+    return { decision, refund: () => this.#refund(slice.window, cost, decision) };
+  }
+
+  decideLocal(cost: number): Decision | undefined {
+    return this.#decideLocal(cost, undefined);
+  }
+
+  #decideLocal(cost: number, check: Check | undefined): Decision | undefined {
+    const { ctx, rule } = this;
+    const slice = this.slice;
+    if (rule.exact || slice === undefined) return undefined;
+    const now = ctx.now();
+    // Expiry, hand-backs and the window's end are left to `consume`.
+    if (now >= slice.endsAt || now >= slice.expiresAt || !lease.take(slice.segments, now, cost))
+      return undefined;
+    noteDemand(this.#demand, now, cost);
+    this.#refillAhead(now);
+    return ctx.answer(0, cost, check, this.#decision(now, true, 0));
+  }
+
   async #consumeExact(cost: number, check: Check | undefined): Promise<Consumed> {
     const { ctx, rule } = this;
     const sentAt = ctx.now();
