@@ -61,7 +61,14 @@ describe('Batcher', () => {
     vi.useFakeTimers();
     let sent = 0;
     // A store that never answers, with room for one batch in flight.
-    const b = batcher({ maxInFlight: 1, maxItems: 1, send: () => (sent++, new Promise(() => {})) });
+    const b = batcher({
+      maxInFlight: 1,
+      maxItems: 1,
+      send: () => {
+        sent++;
+        return new Promise(() => {});
+      },
+    });
     const first = call(b, 'a');
     const second = call(b, 'b');
     await vi.advanceTimersByTimeAsync(49);
