@@ -57,8 +57,7 @@ Fleet:
                       (log: the log's instance column; the default with --traffic when it has one)
 Run:
   --seed N            seed for every random choice (default: each scenario's own, 1)
-  --redis URL         run against a real redis-server (redis://host:port, or
-                      redis-cluster://host:port,host:port for a Cluster); needs ioredis installed
+  --redis URL         run against a real redis-server (redis://host:port); needs ioredis installed
   --prefix P          key prefix on Redis (default: a fresh one per run)
   --json              print the reports as JSON instead of the table
   --out FILE          also write a self-contained HTML report with plots
@@ -328,9 +327,7 @@ function progressBar(stderr: Io['stderr']): {
 const loadIoredis = () => import('ioredis');
 
 /** A Redis client for `--redis`, or a UsageError saying why there is none. */
-async function connect(
-  url: string,
-): Promise<{ client: import('ioredis').Redis | import('ioredis').Cluster; close(): void }> {
+async function connect(url: string): Promise<{ client: import('ioredis').Redis; close(): void }> {
   let ioredis: Awaited<ReturnType<typeof loadIoredis>>;
   try {
     ioredis = await loadIoredis();
@@ -346,23 +343,9 @@ async function connect(
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
   };
-  let client: import('ioredis').Redis | import('ioredis').Cluster;
-  const cluster = /^redis-cluster:\/\/(.+)$/.exec(url);
+  let client: import('ioredis').Redis;
   try {
-    if (cluster) {
-      const nodes = cluster[1]!.split(',').map((hostPort) => {
-        const [host, port] = hostPort.split(':');
-        return { host: host!, port: Number(port ?? 6379) };
-      });
-      client = new ioredis.Cluster(nodes, {
-        enableOfflineQueue: false,
-        lazyConnect: true,
-        redisOptions: options,
-        clusterRetryStrategy: () => null,
-      });
-    } else {
-      client = new ioredis.Redis(url, options);
-    }
+    client = new ioredis.Redis(url, options);
   } catch (err) {
     throw new UsageError(`--redis: ${(err as Error).message}`);
   }
