@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { run } from '../../sim/main.js';
 import { type CliResult, simInProcess } from '../support/sim.js';
 
 /** `npm run sim -- ...args` as a real process (tsx, as the npm script runs it), without npm's output. */
@@ -100,6 +101,19 @@ describe('npm run sim', () => {
     );
     expect(r.stdout).toMatch(/^tiny\s+4\s+zipf 1\s+3×\s+\d+/m);
     expect(r.stderr, 'no progress bar when stderr is not a terminal').toBe('');
+  });
+
+  it('draws the progress bar on a terminal clearing the line each time (no "5%%" left behind)', async () => {
+    const writes: string[] = [];
+    const code = await run(['--replay', JSON.stringify(tiny)], {
+      stdout: { write: () => true },
+      stderr: { write: (t: string) => writes.push(t), isTTY: true },
+    });
+    expect(code).toBe(0);
+    const bars = writes.filter((w) => w.includes('['));
+    expect(bars.length, 'the bar was drawn').toBeGreaterThan(0);
+    for (const w of bars) expect(w.startsWith('\r\x1b[2K'), JSON.stringify(w)).toBe(true);
+    expect(writes.at(-1), 'and cleared at the end').toBe('\r\x1b[2K');
   });
 
   it('creates the --out directory (a fresh clone has no sim/out), and names one it cannot create', async () => {
