@@ -179,9 +179,9 @@ const ANSWERS = new Map<string, ReadonlySet<Method>>(
 );
 
 /** How often an instance tells the store it is alive, in ms of the limiter's clock. */
-const HEARTBEAT_MS = 1000;
+const HEARTBEAT_MS = 2000;
 /** An instance counts in the fleet this long after its last heartbeat. */
-const FLEET_WINDOW_MS = 5000;
+const FLEET_WINDOW_MS = 10_000;
 /** Where the fleet is counted: a key no client key can produce (those start `{k:` or `{h:`). */
 const FLEET_KEY = '{fleet}:instances';
 
@@ -211,6 +211,11 @@ export class Limiter {
   readonly #entries: LRUCache<string, KeyState>;
   /** Evicted states that still hold something needing upkeep (held concurrency slots). */
   readonly #pinned = new Set<KeyState>();
+  /**
+   * The LRU's states by rule and client key: a lookup skips building the storage key (and hashing
+   * a new string) on every decision.
+   */
+  readonly #byKey = new Map<Rule, Map<string, KeyState>>();
   /**
    * The state looked up last. A hot key asked again skips building its storage key and the LRU
    * lookup; it is already the most recently used entry, so recency stays right.
@@ -258,6 +263,8 @@ export class Limiter {
       max: maxKeys,
       dispose: (state, id, reason) => {
         if (state === this.#last?.state) this.#last = undefined;
+        const keys = this.#byKey.get(state.rule);
+        if (keys?.get(state.key) === state) keys.delete(state.key);
         // A reset key's leased tokens belong to the state being deleted: nothing to hand back.
         if (this.#forgetting.has(id)) return;
         state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured');
@@ -456,6 +463,7 @@ export class Limiter {
       if (fresh && JSON.stringify(fresh) === JSON.stringify(rule)) next.set(name, rule);
     }
     this.#rules = next;
+    for (const rule of this.#byKey.keys()) if (next.get(rule.name) !== rule) this.#byKey.delete(rule);
     const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
     for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }
@@ -600,11 +608,19 @@ export class Limiter {
   #entry(rule: Rule, key: string): KeyState {
     const last = this.#last;
     if (last !== undefined && last.rule === rule && last.key === key) return last.state;
-    const id = storageKey(rule.algorithm, rule.name, key);
-    let state = this.#entries.get(id);
-    if (!state) {
+    let keys = this.#byKey.get(rule);
+    if (!keys) {
+      keys = new Map();
+      this.#byKey.set(rule, keys);
+    }
+    let state = keys.get(key);
+    // Refreshes recency; the storage key is the state's own string, its hash already computed.
+    if (state) this.#entries.get(state.storageKey);
+    else {
+      const id = storageKey(rule.algorithm, rule.name, key);
       state = ENGINES[rule.algorithm].open(this.#ctx, rule as never, key, id);
       this.#entries.set(id, state);
+      keys.set(key, state);
     }
     this.#last = { rule, key, state };
     return state;

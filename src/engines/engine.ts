@@ -83,6 +83,8 @@ export interface Consumed {
 /** Local state and behaviour of one (policy, key). */
 export interface KeyState {
   readonly rule: Rule;
+  /** The client key. */
+  readonly key: string;
   readonly storageKey: string;
   /** `check`: the caller's check of a multi-rule consume (route, shadow), for observers. */
   consume?(cost: number, check?: Check): Promise<Consumed>;

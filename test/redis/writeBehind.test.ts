@@ -35,11 +35,11 @@ async function fleet(n: number, prefix: string, writeBehind: boolean) {
       };
     }),
   );
-  // Two heartbeats a second apart: from the second on, every instance knows the whole fleet.
+  // Two heartbeats apart: from the second on, every instance knows the whole fleet.
   for (let beat = 0; beat < 2; beat++) {
     for (const m of members) m.limiter.sweep();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    t += 1000;
+    t += 2000;
   }
   return members;
 }
