@@ -530,7 +530,9 @@ export class Limiter {
    */
   sweep(): void {
     const now = this.#now();
-    if (now - this.#lastBeat >= HEARTBEAT_MS || now < this.#lastBeat) this.#heartbeat(now);
+    // The second beat comes soon after the first: it is the one that counts the fleet.
+    const beatEvery = this.#beats < 2 ? HEARTBEAT_MS / 4 : HEARTBEAT_MS;
+    if (now - this.#lastBeat >= beatEvery || now < this.#lastBeat) this.#heartbeat(now);
     for (const [id, state] of this.#entries.entries()) {
       if (state.sweep(now)) this.#entries.delete(id);
     }

@@ -39,7 +39,7 @@ async function fleet(n: number, prefix: string, writeBehind: boolean) {
   for (let beat = 0; beat < 2; beat++) {
     for (const m of members) m.limiter.sweep();
     await new Promise((resolve) => setTimeout(resolve, 50));
-    t += 2000;
+    t += 500;
   }
   return members;
 }
