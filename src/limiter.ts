@@ -382,6 +382,15 @@ export class Limiter {
         check: c,
       };
     });
+    const only = checks.length === 1 ? checks[0]! : undefined;
+    if (only) {
+      // One check (an HTTP adapter's single rule, with its route for observers): nothing to refund.
+      const decision = this.#entry(only.rule, only.key).decideLocal?.(only.cost, only.check);
+      if (decision !== undefined) {
+        this.#stats.decisions++;
+        return Promise.resolve({ ...decision, checks: [decision] });
+      }
+    }
     const pending = checks.map((c) => this.#check(c.rule, c.key, c.cost, c.check));
     // All answered from local state: no promise to wait for.
     if (!pending.some((p) => p instanceof Promise))

@@ -94,7 +94,7 @@ export interface KeyState {
    * `consumeLocal` for a single-rule consume, which never refunds: the decision alone, nothing
    * allocated for a refund. Undefined (nothing changed) when the store must answer.
    */
-  decideLocal?(cost: number): Decision | undefined;
+  decideLocal?(cost: number, check?: Check): Decision | undefined;
   /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
   reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
   /** Slot algorithms: hold slots until released (`Limiter.acquire`). */

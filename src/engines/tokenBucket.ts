@@ -77,8 +77,8 @@ class TokenBucketKey implements KeyState {
     return decision === undefined ? undefined : this.#consumed(decision, cost);
   }
 
-  decideLocal(cost: number): Decision | undefined {
-    return this.#decideLocal(cost, undefined);
+  decideLocal(cost: number, check?: Check): Decision | undefined {
+    return this.#decideLocal(cost, check);
   }
 
   #decideLocal(cost: number, check: Check | undefined): Decision | undefined {

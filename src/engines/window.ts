@@ -153,8 +153,8 @@ class WindowKey implements KeyState {
     return { decision, refund: () => this.#refund(slice.window, cost, decision) };
   }
 
-  decideLocal(cost: number): Decision | undefined {
-    return this.#decideLocal(cost, undefined);
+  decideLocal(cost: number, check?: Check): Decision | undefined {
+    return this.#decideLocal(cost, check);
   }
 
   #decideLocal(cost: number, check: Check | undefined): Decision | undefined {
