@@ -102,7 +102,7 @@ export const TAIL_SUITE: ScenarioInput[] = [
  */
 export const SUITE: ScenarioInput[] = [
   {
-    name: 'seeds-6x',
+    name: 'one-key-6x',
     description:
       'One API key at {limit}, demand 6× the limit for 60 s; Zipf balancing, autoscaling 5 → 20 → 8.',
     policy: perSecond,
@@ -113,7 +113,7 @@ export const SUITE: ScenarioInput[] = [
     expect: { ...DRIFT, maxCallsPerDecision: 0.1 },
   },
   {
-    name: 'seeds-1.05x',
+    name: 'one-key-1.05x',
     description: 'The same at demand 1.05× the limit: the bucket is almost never empty for long.',
     policy: perSecond,
     durationMs: 60_000,
@@ -123,7 +123,7 @@ export const SUITE: ScenarioInput[] = [
     expect: DRIFT,
   },
   {
-    name: 'seeds-0.8x',
+    name: 'one-key-0.8x',
     description: 'The same at 0.8× the limit: (almost) everything must pass.',
     policy: perSecond,
     durationMs: 60_000,
@@ -255,7 +255,7 @@ export const SUITE: ScenarioInput[] = [
   {
     name: 'exact-6x',
     description:
-      "Baseline: the seeds-6x case with lease: 'exact' (one store call per decision that is not cached).",
+      "Baseline: the one-key-6x case with lease: 'exact' (one store call per decision that is not cached).",
     policy: POLICIES['per-second-exact']!,
     durationMs: 30_000,
     traffic: { demand: { shape: 'steady', load: 6 } },

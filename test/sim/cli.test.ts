@@ -33,7 +33,7 @@ describe('npm run sim', () => {
   it.each([
     [['--bogus'], /^sim: unknown option --bogus\n/],
     [['extra'], /unexpected argument "extra"/],
-    [['--scenario', 'nope'], /--scenario: unknown scenario "nope"; known: seeds-6x/],
+    [['--scenario', 'nope'], /--scenario: unknown scenario "nope"; known: one-key-6x/],
     [
       ['--instances', 'many'],
       /--instances: expected a whole number from 1 to 1000 or a list like 5,10,20,50, got "many"/,
@@ -52,7 +52,7 @@ describe('npm run sim', () => {
     [['--balancer', 'log'], /--balancer log needs --traffic/],
     [['--plans', '/nonexistent-plans.yaml'], /--plans: .*cannot read the plans file/],
     [['--balancer', 'fastest'], /--balancer: expected round-robin, random, sticky/],
-    [['--balancer', 'zipf:x'], /scenario seeds-6x: Invalid `scenario.balancer.s`/],
+    [['--balancer', 'zipf:x'], /scenario one-key-6x: Invalid `scenario.balancer.s`/],
     [
       ['--policy', 'cheap'],
       /--policy: expected one of per-second, per-minute, per-second-exact, a JSON object or a file with one/,

@@ -3,7 +3,7 @@ import { simulate } from '../../sim/engine.js';
 import { summarize } from '../../sim/report.js';
 import { parseScenario, type ScenarioInput } from '../../sim/scenario.js';
 
-/** A 5-second slice of the seeds-6x scenario with autoscaling and crashes, retries and several keys. */
+/** A 5-second slice of the one-key-6x scenario with autoscaling and crashes, retries and several keys. */
 const input: ScenarioInput = {
   name: 'determinism',
   policy: { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 },
