@@ -108,6 +108,11 @@ export interface LimiterStats extends TelemetryCounts {
   tokensNotWrittenBack: number;
   /** The circuit breaker in front of the store: the worst state over its shards (Cluster nodes). */
   breaker: BreakerState;
+  /**
+   * Instances sharing the store as its heartbeats last counted them (0 until the count is in;
+   * until then nothing is decided under an allowance). See docs/architecture.md "The fleet".
+   */
+  fleet: number;
 }
 
 export interface ReserveOptions {
@@ -561,6 +566,7 @@ export class Limiter {
       ...this.#failover.stats,
       storeCallsSuspended: this.#failover.store.shortCircuited,
       breaker: this.#failover.store.state(),
+      fleet: this.#fleet,
     };
   }
 

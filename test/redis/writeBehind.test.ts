@@ -35,12 +35,17 @@ async function fleet(n: number, prefix: string, writeBehind: boolean) {
       };
     }),
   );
-  // Two heartbeats apart: from the second on, every instance knows the whole fleet.
-  for (let beat = 0; beat < 2; beat++) {
+  // Heartbeats until every instance has counted the whole fleet (from its second beat on; a
+  // loaded machine may take a while to answer them).
+  for (let i = 0; i < 200 && members.some((m) => m.limiter.stats().fleet !== n); i++) {
     for (const m of members) m.limiter.sweep();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await new Promise((resolve) => setTimeout(resolve, 25));
     t += 500;
   }
+  expect(
+    members.map((m) => m.limiter.stats().fleet),
+    'every instance counted the whole fleet',
+  ).toEqual(members.map(() => n));
   return members;
 }
 
