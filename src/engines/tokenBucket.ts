@@ -3,7 +3,7 @@
  * refilled ahead in the background, handed back on expiry; `lease: 'exact'` asks the store for
  * every decision.
  */
-import { msUntilRoom } from '../algorithms/tokenBucket.js';
+import { msUntilRoom, type TokenBucketShape } from '../algorithms/tokenBucket.js';
 import type { Check, Decision } from '../decision.js';
 import { type Demand, demandPerMs, noteDemand } from '../demand.js';
 import { StoreUnavailableError } from '../errors.js';
@@ -24,6 +24,10 @@ import {
   seconds,
   storeCall,
 } from './engine.js';
+
+function shapeOf(rule: TokenBucketRule): TokenBucketShape {
+  return { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst };
+}
 
 class TokenBucketKey implements KeyState {
   segments: lease.Segment[] = [];
@@ -193,9 +197,7 @@ class TokenBucketKey implements KeyState {
       return ctx.answer(0, cost, check, this.#deny(now, this.deniedUntil - now));
     }
     const request = {
-      rate: rule.rate,
-      periodMs: rule.periodMs,
-      burst: rule.burst,
+      ...shapeOf(rule),
       want: cost,
       min: cost,
       ahead: 0,
@@ -234,9 +236,7 @@ class TokenBucketKey implements KeyState {
     this.spentInFlight = 0;
     this.lastSync = ctx.now();
     const request = {
-      rate: rule.rate,
-      periodMs: rule.periodMs,
-      burst: rule.burst,
+      ...shapeOf(rule),
       used,
       returned: 0,
       want,
@@ -325,10 +325,9 @@ class TokenBucketKey implements KeyState {
     if (tokens <= 0 && used <= 0) return;
     this.unreported = 0;
     const { ctx, rule } = this;
+    // A report and a hand-back only: no lease, no allowance asked for.
     const request = {
-      rate: rule.rate,
-      periodMs: rule.periodMs,
-      burst: rule.burst,
+      ...shapeOf(rule),
       used,
       returned: tokens,
       want: 0,
@@ -378,7 +377,7 @@ class TokenBucketKey implements KeyState {
       lease.refund(this.segments, ctx.now(), cost);
       return;
     }
-    const request = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst, tokens: cost };
+    const request = { ...shapeOf(rule), tokens: cost };
     await storeCall(ctx, tokenBucketRelease, this.storageKey, request);
   }
 
