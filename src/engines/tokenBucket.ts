@@ -110,8 +110,7 @@ class TokenBucketKey implements KeyState {
     if (this.inflight || this.allowance >= this.lastAllowance / 4) return;
     // Near the limit the store answers with a lease instead: only worth holding for a key this
     // instance expects again soon (as for refilling ahead).
-    const busy = demandPerMs(this.demand, now) * this.rule.horizonMs >= 1;
-    this.#acquire(busy ? 1 : 0, BACKGROUND).catch(() => {});
+    this.#acquire(this.#expectedSoon(now) ? 1 : 0, BACKGROUND).catch(() => {});
   }
 
   #consumed(decision: Decision, cost: number): Consumed {
@@ -217,8 +216,13 @@ class TokenBucketKey implements KeyState {
     if (this.rule.exact || this.inflight || now < this.deniedUntil) return;
     if (lease.unused(this.segments) > Math.ceil(this.lastGrant / 4)) return;
     // A key this instance rarely sees would hold the fetched tokens idle until they expire.
-    if (demandPerMs(this.demand, now) * this.rule.horizonMs < 1) return;
+    if (!this.#expectedSoon(now)) return;
     this.#acquire(1, BACKGROUND).catch(() => {});
+  }
+
+  /** Whether this instance expects the key again within the lease horizon (its recent demand). */
+  #expectedSoon(now: number): boolean {
+    return demandPerMs(this.demand, now) * this.rule.horizonMs >= 1;
   }
 
   /**
