@@ -8,14 +8,20 @@
  * the end of one window and `limit` again at the start of the next: up to 2 × `limit` in a short
  * interval across an edge. That is the price of one counter per key.
  *
- * The Lua in `lua/fixed_window_acquire.lua` and `lua/fixed_window_release.lua` is a line-by-line port.
+ * The Lua in `lua/fixed_window_acquire.lua`, `lua/fixed_window_release.lua` and
+ * `lua/fixed_window_sync.lua` (with helpers in `lua/prelude.lua`) is a line-by-line port.
  */
+import { allowanceFrom } from './allowance.js';
 import type { Transition } from './tokenBucket.js';
 import {
   grantFrom,
+  leaseMin,
+  settled,
   type WindowAcquireRequest,
   type WindowGrant,
   type WindowReleaseRequest,
+  type WindowSyncRequest,
+  type WindowSyncResult,
 } from './window.js';
 
 /** `windowMs` value meaning calendar months in UTC. */
@@ -58,46 +64,99 @@ function current(state: FixedWindowState | undefined, now: number, req: WindowAc
   return state !== undefined && state.window > index ? state.window : index;
 }
 
+/** The window a call at `now` counts in, what the state has counted in it, and how long it lasts. */
+interface Counted {
+  readonly window: number;
+  readonly used: number;
+  readonly msLeft: number;
+  /** The state holds this window already (else a write opens it and sets the key's expiry). */
+  readonly stored: boolean;
+  /** A first-hit window opens with this call: a grant of any kind must write it, or it never opened. */
+  readonly opens: boolean;
+}
+
+function counted(state: FixedWindowState | undefined, now: number, req: WindowAcquireRequest): Counted {
+  const window = current(state, now, req);
+  const stored = state !== undefined && state.window === window;
+  const opens = req.firstHit === true && req.windowMs !== MONTH && !stored;
+  // A window opening at this hit lasts exactly its length (its fractional index would round).
+  const msLeft = opens ? req.windowMs : windowEnd(window, req.windowMs) - now;
+  return { window, used: stored ? state.count : 0, msLeft, stored, opens };
+}
+
+/** The answer to a call that leaves `room - granted` in window `c`; `refused`: a lease was refused. */
+function answer(c: Counted, room: number, granted: number, refused: boolean): WindowGrant {
+  return {
+    granted,
+    remaining: room - granted,
+    opensPerMs: 0,
+    window: c.window,
+    msLeft: c.msLeft,
+    retryMs: refused ? c.msLeft : 0,
+    resetMs: c.used + granted > 0 ? c.msLeft : 0,
+  };
+}
+
+/** Counts `count` in window `c`: the key expires with its window. */
+function counting<R>(c: Counted, count: number, result: R): Transition<FixedWindowState, R> {
+  // Redis sets the expiry once, when the window's first write creates the key, and never again:
+  // the absolute expiry is the same on every later write.
+  return { state: { window: c.window, count }, ttlMs: Math.ceil(c.msLeft), result };
+}
+
 export function acquire(
   state: FixedWindowState | undefined,
   now: number,
   req: WindowAcquireRequest,
 ): Transition<FixedWindowState, WindowGrant> {
-  const window = current(state, now, req);
-  const used = state !== undefined && state.window === window ? state.count : 0;
-  // A window opening at this hit lasts exactly its length (its fractional index would round).
-  const opensNow = req.firstHit && req.windowMs !== MONTH && window !== state?.window;
-  const msLeft = opensNow ? req.windowMs : windowEnd(window, req.windowMs) - now;
-  const room = req.limit - used;
+  const c = counted(state, now, req);
+  const room = req.limit - c.used;
   const granted = grantFrom(room, req.want, req.min);
-  if (granted === 0) {
-    // A refusal writes nothing and is not counted.
-    const result = {
-      granted,
-      remaining: room,
-      opensPerMs: 0,
-      window,
-      msLeft,
-      retryMs: msLeft,
-      resetMs: used > 0 ? msLeft : 0,
-    };
-    return { state, ttlMs: 0, result };
-  }
-  return {
-    state: { window, count: used + granted },
-    // The key expires with its window. Redis sets this once, when the window's first grant creates
-    // the key, and never again: the absolute expiry is the same on every later grant.
-    ttlMs: Math.ceil(msLeft),
-    result: {
-      granted,
-      remaining: room - granted,
-      opensPerMs: 0,
-      window,
-      msLeft,
-      retryMs: 0,
-      resetMs: msLeft,
-    },
-  };
+  const result = answer(c, room, granted, granted === 0);
+  // A refusal writes nothing and is not counted.
+  if (granted === 0) return { state, ttlMs: 0, result };
+  return counting(c, c.used + granted, result);
+}
+
+/**
+ * One instance's dialogue with a window in one step: settle the usage it reports and the leased
+ * tokens it hands back, then grant an allowance when the window is far from its limit, else a slice
+ * as `acquire` does.
+ *
+ * Settling: `used` and `returned` go to window `req.window` only if it is the current one; an ended
+ * window's usage no longer matters. A report may take the count above the limit: the window then
+ * refuses until it ends.
+ *
+ * Over the limit (write-behind): an allowance is `min(req.allowance, floor(room / (2 * fleet)))`,
+ * granted only while `room >= limit / 2` and only where it covers `max(1, min, want)`; every
+ * instance's allowance is replaced (not added to) at its next sync and dies with its window. With
+ * `fleet` at least the number of instances N, the tokens a window admits are at most
+ * `limit + (N - 1) * floor(limit / (2 * fleet))` (< 1.5 × limit), however the instances
+ * interleave, and at most `limit` if no slice is granted while another instance holds an
+ * allowance of that window (e.g. while every instance is far from the limit). Why: the count plus
+ * the allowances held bounds what the window admitted, and it grows only at a grant; right after
+ * an allowance (count <= limit / 2) it is at most `limit / 2 + (2N - 1) * limit / (4 * fleet)`
+ * < `limit`, right after a slice (which keeps the count <= limit) at most `limit` plus the others'
+ * allowances. `test/unit/windowSync.test.ts` checks both on random fleets.
+ */
+export function sync(
+  state: FixedWindowState | undefined,
+  now: number,
+  req: WindowSyncRequest,
+): Transition<FixedWindowState, WindowSyncResult> {
+  const ask = { ...req, min: leaseMin(req) };
+  const found = counted(state, now, ask);
+  const count = req.window === found.window ? settled(found.used, req) : undefined;
+  const c = count === undefined ? found : { ...found, used: count };
+  const room = ask.limit - c.used;
+  const allowance = allowanceFrom(room, ask.limit, ask);
+  const leasing = allowance === 0 && ask.want > 0;
+  const granted = leasing ? grantFrom(room, ask.want, ask.min) : 0;
+  const result = { ...answer(c, room, granted, leasing && granted === 0), allowance };
+  // Nothing settled and nothing granted writes nothing; an allowance opening a first-hit window
+  // writes it (counting nothing), or the next call would open another.
+  if (count === undefined && granted === 0 && !(allowance > 0 && c.opens)) return { state, ttlMs: 0, result };
+  return counting(c, c.used + granted, result);
 }
 
 /** Hands unused tokens of a slice back to the window they came from; any other window ignores them. */

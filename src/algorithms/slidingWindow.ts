@@ -12,15 +12,21 @@
  * `limit + previous * f < 2 × limit`; with evenly spread traffic the error is zero. Each fixed
  * window on its own never exceeds `limit`.
  *
- * The Lua in `lua/sliding_window_acquire.lua` and `lua/sliding_window_release.lua` is a line-by-line
- * port: keep the arithmetic in the same order so both produce identical doubles.
+ * The Lua in `lua/sliding_window_acquire.lua`, `lua/sliding_window_release.lua` and
+ * `lua/sliding_window_sync.lua` (with helpers in `lua/prelude.lua`) is a line-by-line port: keep
+ * the arithmetic in the same order so both produce identical doubles.
  */
+import { allowanceFrom } from './allowance.js';
 import type { Transition } from './tokenBucket.js';
 import {
   grantFrom,
+  leaseMin,
+  settled,
   type WindowAcquireRequest,
   type WindowGrant,
   type WindowReleaseRequest,
+  type WindowSyncRequest,
+  type WindowSyncResult,
 } from './window.js';
 
 /** Stored state: counts of the window `window` and of the one before it. */
@@ -53,10 +59,74 @@ export function msUntilRoom(
   return Math.max(end, end + req.windowMs - (req.windowMs * (req.limit - req.min)) / s.current) - now;
 }
 
-function resetIn(s: SlidingWindowState, now: number, end: number, windowMs: number): number {
-  if (s.current > 0) return end + windowMs - now;
-  if (s.previous > 0) return end - now;
+function resetIn(current: number, previous: number, now: number, end: number, windowMs: number): number {
+  if (current > 0) return end + windowMs - now;
+  if (previous > 0) return end - now;
   return 0;
+}
+
+/** Where counts `s` (of window `s.window`) stand at `now`. */
+interface Measured {
+  readonly end: number;
+  /** What the previous count still weighs: it opens as room, linearly, until `end`. */
+  readonly opening: number;
+  readonly room: number;
+  readonly msLeft: number;
+}
+
+function measure(s: SlidingWindowState, now: number, req: WindowAcquireRequest): Measured {
+  const end = (s.window + 1) * req.windowMs;
+  const opening = (s.previous * (end - now)) / req.windowMs;
+  return { end, opening, room: req.limit - (opening + s.current), msLeft: end - now };
+}
+
+/** Tokens a slice may take: leasing ahead, also what opens before the window ends. */
+function reach(m: Measured, req: WindowAcquireRequest): number {
+  return req.ahead ? m.room + m.opening : m.room;
+}
+
+/** The answer to a call that granted a slice of `granted` from counts `s`; `refused`: a slice was refused. */
+function answer(
+  s: SlidingWindowState,
+  now: number,
+  m: Measured,
+  granted: number,
+  refused: boolean,
+  req: WindowAcquireRequest,
+): WindowGrant {
+  return {
+    granted,
+    remaining: granted > 0 ? m.room - granted : Math.max(0, m.room),
+    opensPerMs: s.previous / req.windowMs,
+    window: s.window,
+    msLeft: m.msLeft,
+    // Leasing ahead, nothing more opens in this window: the next one starts with this count as its
+    // previous.
+    retryMs: !refused ? 0 : req.ahead ? m.msLeft : msUntilRoom(s, now, m.end, req),
+    resetMs: resetIn(s.current + granted, s.previous, now, m.end, req.windowMs),
+  };
+}
+
+/** Counts `granted` more in the current window of `s`. */
+function counting<R>(
+  s: SlidingWindowState,
+  granted: number,
+  m: Measured,
+  req: WindowAcquireRequest,
+  result: R,
+): Transition<SlidingWindowState, R> {
+  return {
+    state: { window: s.window, current: s.current + granted, previous: s.previous },
+    // The current count matters until the end of the next window (it is that window's `previous`).
+    // Redis sets this once per window, when the window's first write rolls the counts over.
+    ttlMs: Math.ceil(m.msLeft + req.windowMs),
+    result,
+  };
+}
+
+/** The window a call at `now` counts in; a clock that went backwards stays in the stored window. */
+function indexAt(state: SlidingWindowState | undefined, now: number, windowMs: number): number {
+  return Math.max(Math.floor(now / windowMs), state?.window ?? 0);
 }
 
 export function acquire(
@@ -64,47 +134,64 @@ export function acquire(
   now: number,
   req: WindowAcquireRequest,
 ): Transition<SlidingWindowState, WindowGrant> {
-  // A clock that went backwards stays in the stored window (the older count then weighs more).
-  const index = Math.max(Math.floor(now / req.windowMs), state?.window ?? 0);
-  const s = roll(state, index);
-  const end = (index + 1) * req.windowMs;
-  // What the previous count still weighs: it opens as room, linearly, until `end`.
-  const opening = (s.previous * (end - now)) / req.windowMs;
-  const room = req.limit - (opening + s.current);
+  // (After a clock that went backwards, the older count weighs more.)
+  const s = roll(state, indexAt(state, now, req.windowMs));
+  const m = measure(s, now, req);
   // Leasing ahead may take what opens before the window ends; each fixed window stays <= limit.
-  const reach = req.ahead ? room + opening : room;
-  const granted = grantFrom(reach, req.want, req.min);
-  const msLeft = end - now;
-  const opensPerMs = s.previous / req.windowMs;
-  if (granted === 0) {
-    const result = {
-      granted,
-      remaining: Math.max(0, room),
-      opensPerMs,
-      window: index,
-      msLeft,
-      // Nothing more opens in this window: the next one starts with this count as its previous.
-      retryMs: req.ahead ? msLeft : msUntilRoom(s, now, end, req),
-      resetMs: resetIn(s, now, end, req.windowMs),
-    };
-    return { state, ttlMs: 0, result };
+  const granted = grantFrom(reach(m, req), req.want, req.min);
+  const result = answer(s, now, m, granted, granted === 0, req);
+  if (granted === 0) return { state, ttlMs: 0, result };
+  return counting(s, granted, m, req, result);
+}
+
+/** Counts `s` after a report for window `window`: the current and the previous window take one. */
+function settle(s: SlidingWindowState, req: WindowSyncRequest): SlidingWindowState {
+  if (req.window === s.window) {
+    const current = settled(s.current, req);
+    return current === undefined ? s : { ...s, current };
   }
-  const next = { window: index, current: s.current + granted, previous: s.previous };
-  return {
-    state: next,
-    // The current count matters until the end of the next window (it is that window's `previous`).
-    // Redis sets this once per window, when the window's first grant rolls the counts over.
-    ttlMs: Math.ceil(msLeft + req.windowMs),
-    result: {
-      granted,
-      remaining: room - granted,
-      opensPerMs,
-      window: index,
-      msLeft,
-      retryMs: 0,
-      resetMs: resetIn(next, now, end, req.windowMs),
-    },
-  };
+  if (req.window === s.window - 1) {
+    const previous = settled(s.previous, req);
+    return previous === undefined ? s : { ...s, previous };
+  }
+  return s;
+}
+
+/**
+ * One instance's dialogue with a window in one step: settle the usage it reports and the leased
+ * tokens it hands back, then grant an allowance when the window is far from its limit, else a slice
+ * as `acquire` does.
+ *
+ * Settling: `used` and `returned` go to window `req.window` while the state still counts it: to
+ * the current count, or to the previous one (it is still weighed); older windows ignore them. A
+ * report may take the estimate above the limit: the window then refuses until it has decayed.
+ *
+ * Over the limit (write-behind): an allowance is `min(req.allowance, floor(room / (2 * fleet)))`,
+ * granted only while the room (limit minus the estimate) is at least `limit / 2` and only where it
+ * covers `max(1, min, want)`; every instance's allowance is replaced (not added to) at its next
+ * sync and dies with its window. With `fleet` at least the number of instances N, each fixed window
+ * admits at most `limit + (N - 1) * floor(limit / (2 * fleet))` (< 1.5 × limit), and the estimate
+ * over the true counts (usage reported or not) stays under the same bound while slices do not lease
+ * ahead; both are at most `limit` if no slice is granted while another instance holds an allowance
+ * of that window. The argument is the fixed window's (`src/algorithms/fixedWindow.ts`), with the
+ * estimate for the count: it only decays between grants. `test/unit/windowSync.test.ts` checks it.
+ */
+export function sync(
+  state: SlidingWindowState | undefined,
+  now: number,
+  req: WindowSyncRequest,
+): Transition<SlidingWindowState, WindowSyncResult> {
+  const ask = { ...req, min: leaseMin(req) };
+  const rolled = roll(state, indexAt(state, now, req.windowMs));
+  const s = settle(rolled, req);
+  const m = measure(s, now, ask);
+  const allowance = allowanceFrom(m.room, ask.limit, ask);
+  const leasing = allowance === 0 && ask.want > 0;
+  const granted = leasing ? grantFrom(reach(m, ask), ask.want, ask.min) : 0;
+  const result = { ...answer(s, now, m, granted, leasing && granted === 0, ask), allowance };
+  // Nothing settled and nothing granted writes nothing.
+  if (s === rolled && granted === 0) return { state, ttlMs: 0, result };
+  return counting(s, granted, m, req, result);
 }
 
 /**

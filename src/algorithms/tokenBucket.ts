@@ -14,6 +14,7 @@
  *
  * Arithmetic is kept in the same order as the Lua so both produce bit-identical doubles.
  */
+import { allowanceFrom } from './allowance.js';
 
 /** Stored state of one bucket. An absent bucket is full. */
 export interface TokenBucketState {
@@ -198,13 +199,7 @@ export function sync(
   // A debt from reported usage stops at one burst; a level leases already took lower stays.
   const settled = Math.min(req.burst, refilled + req.returned);
   const level = Math.max(settled - req.used, Math.min(settled, -req.burst));
-  let allowance = 0;
-  if (req.allowance > 0 && req.fleet >= 1 && level >= req.burst / 2) {
-    allowance = Math.min(req.allowance, Math.floor(level / (2 * req.fleet)));
-    // Only where it serves at least as well as the lease asked for: a busy instance asking for more
-    // than its share of the level is leased tokens instead, which keeps the count exact.
-    if (allowance < Math.max(1, req.min, req.want)) allowance = 0;
-  }
+  const allowance = allowanceFrom(level, req.burst, req);
   let granted = 0;
   if (allowance === 0 && req.want > 0) {
     const room = level + req.ahead;

@@ -1,7 +1,9 @@
 /**
  * What the windowed counters (fixed window, sliding window) have in common: a lease is a slice of
  * one window's quota, and unused tokens go back to that same window only, so a slice can never
- * move quota from one window into the next.
+ * move quota from one window into the next. Far from the limit, `sync` grants an allowance instead
+ * (write-behind, see `src/algorithms/allowance.ts`): tokens admitted without being counted until
+ * they are reported, in the window they were granted for.
  */
 
 export interface WindowAcquireRequest {
@@ -50,6 +52,48 @@ export interface WindowReleaseRequest {
   /** The window the tokens were granted in (`WindowGrant.window`). */
   readonly window: number;
   readonly tokens: number;
+}
+
+export interface WindowSyncRequest extends WindowAcquireRequest {
+  /** Tokens the instance admitted under its allowance since its last sync: counted now. */
+  readonly used: number;
+  /** Leased tokens handed back unused: taken off the count now (never below 0). */
+  readonly returned: number;
+  /**
+   * Index of the window `used` and `returned` belong to (`WindowGrant.window` of the allowance or
+   * slice); ignored when both are 0. A window the state no longer counts ignores them.
+   */
+  readonly window: number;
+  /** Most allowance wanted (0: none, e.g. a plain report). */
+  readonly allowance: number;
+  /** Instances sharing the limits (0: unknown, then no allowance is granted). */
+  readonly fleet: number;
+}
+
+export interface WindowSyncResult extends WindowGrant {
+  /**
+   * Tokens the instance may admit on its own, valid only in the result's `window` and only until
+   * it ends (`msLeft`); nothing is counted for them until they are reported as `used`. When it is
+   * above 0, `granted` is 0.
+   */
+  readonly allowance: number;
+}
+
+/**
+ * The `min` of the lease `sync` asks for when it grants no allowance: as `acquire`'s, except that 0
+ * (a plain report asks for no lease) means nothing short of the whole `want`.
+ */
+export function leaseMin(req: Pick<WindowSyncRequest, 'want' | 'min'>): number {
+  return req.min > 0 ? req.min : req.want;
+}
+
+/** A count after a report (returned tokens off, never below 0; used ones on), or undefined if it stays. */
+export function settled(
+  count: number,
+  req: Pick<WindowSyncRequest, 'used' | 'returned'>,
+): number | undefined {
+  if (req.used > 0 || (req.returned > 0 && count > 0)) return Math.max(0, count - req.returned) + req.used;
+  return undefined;
 }
 
 /** Slice size for a grant of `min` (the cost) up to `want`, from `room` tokens left. */

@@ -1,21 +1,36 @@
 import * as fixed from '../algorithms/fixedWindow.js';
 import * as sliding from '../algorithms/slidingWindow.js';
-import type { WindowAcquireRequest, WindowGrant, WindowReleaseRequest } from '../algorithms/window.js';
+import type {
+  WindowAcquireRequest,
+  WindowGrant,
+  WindowReleaseRequest,
+  WindowSyncRequest,
+  WindowSyncResult,
+} from '../algorithms/window.js';
 import { replyArray, replyNumber } from './reply.js';
 import type { Operation } from './store.js';
 
+function grantOf(r: unknown[], script: string): WindowGrant {
+  return {
+    granted: replyNumber(r[0], 'granted', script),
+    remaining: replyNumber(r[1], 'remaining', script),
+    opensPerMs: replyNumber(r[2], 'opensPerMs', script),
+    window: replyNumber(r[3], 'window', script),
+    msLeft: replyNumber(r[4], 'msLeft', script),
+    retryMs: replyNumber(r[5], 'retryMs', script),
+    resetMs: replyNumber(r[6], 'resetMs', script),
+  };
+}
+
 function parseGrant(script: string) {
-  return (reply: unknown): WindowGrant => {
-    const r = replyArray(reply, 7, script);
-    return {
-      granted: replyNumber(r[0], 'granted', script),
-      remaining: replyNumber(r[1], 'remaining', script),
-      opensPerMs: replyNumber(r[2], 'opensPerMs', script),
-      window: replyNumber(r[3], 'window', script),
-      msLeft: replyNumber(r[4], 'msLeft', script),
-      retryMs: replyNumber(r[5], 'retryMs', script),
-      resetMs: replyNumber(r[6], 'resetMs', script),
-    };
+  return (reply: unknown): WindowGrant => grantOf(replyArray(reply, 7, script), script);
+}
+
+/** A sync replies as an acquisition, with the allowance after it. */
+function parseSync(script: string) {
+  return (reply: unknown): WindowSyncResult => {
+    const r = replyArray(reply, 8, script);
+    return { ...grantOf(r, script), allowance: replyNumber(r[7], 'allowance', script) };
   };
 }
 
@@ -30,6 +45,8 @@ const fixedAcquireArgs = (r: WindowAcquireRequest) => [
   r.firstHit ? 1 : 0,
 ];
 const releaseArgs = (r: WindowReleaseRequest) => [r.window, r.tokens];
+// A sync's arguments are its acquisition's, then the report and the allowance asked for.
+const reportArgs = (r: WindowSyncRequest) => [r.used, r.returned, r.window, r.allowance, r.fleet];
 
 export const fixedWindowAcquire: Operation<fixed.FixedWindowState, WindowAcquireRequest, WindowGrant> = {
   script: 'fixed_window_acquire',
@@ -58,4 +75,18 @@ export const slidingWindowRelease: Operation<sliding.SlidingWindowState, WindowR
   apply: sliding.release,
   args: releaseArgs,
   parse: () => null,
+};
+
+export const fixedWindowSync: Operation<fixed.FixedWindowState, WindowSyncRequest, WindowSyncResult> = {
+  script: 'fixed_window_sync',
+  apply: fixed.sync,
+  args: (r) => [...fixedAcquireArgs(r), ...reportArgs(r)],
+  parse: parseSync('fixed_window_sync'),
+};
+
+export const slidingWindowSync: Operation<sliding.SlidingWindowState, WindowSyncRequest, WindowSyncResult> = {
+  script: 'sliding_window_sync',
+  apply: sliding.sync,
+  args: (r) => [...acquireArgs(r), ...reportArgs(r)],
+  parse: parseSync('sliding_window_sync'),
 };

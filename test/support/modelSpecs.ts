@@ -24,8 +24,10 @@ import {
 import {
   fixedWindowAcquire,
   fixedWindowRelease,
+  fixedWindowSync,
   slidingWindowAcquire,
   slidingWindowRelease,
+  slidingWindowSync,
 } from '../../src/stores/windowOps.js';
 
 /** What earlier steps of one run produced, for later steps to refer to. */
@@ -133,10 +135,27 @@ const tokenBucket: ModelSpec = {
     ),
 };
 
+/** A window's operations, typed as the fixed window's (the sliding window's take the same requests). */
+interface WindowOps {
+  acquire: typeof fixedWindowAcquire;
+  release: typeof fixedWindowRelease;
+  sync: typeof fixedWindowSync;
+}
+
+const fixedWindow: WindowOps = {
+  acquire: fixedWindowAcquire,
+  release: fixedWindowRelease,
+  sync: fixedWindowSync,
+};
+const slidingWindow = {
+  acquire: slidingWindowAcquire,
+  release: slidingWindowRelease,
+  sync: slidingWindowSync,
+} as unknown as WindowOps;
+
 function windowSpec(
   name: string,
-  acquire: typeof fixedWindowAcquire,
-  release: typeof fixedWindowRelease,
+  { acquire, release, sync }: WindowOps,
   windows: number[],
   start: number,
   /** Fixed window anchors to draw from (`firstHit` is ignored by the others). */
@@ -183,6 +202,34 @@ function windowSpec(
                   window: Math.max(0, h.window + x.offset),
                   tokens: x.tokens,
                 })),
+              ),
+            // A report for the window last granted (or the one before or after it), then an
+            // allowance or a slice; both stores must agree on what settles where and what is granted.
+            fc
+              .record({
+                offset: fc.constantFrom(0, 0, 0, -1, 1),
+                used: fc.oneof(fc.constant(0), tokens),
+                returned: fc.oneof(fc.constant(0), tokens),
+                want: fc.oneof(fc.constant(0), tokens),
+                min: fc.oneof(fc.constant(0), fc.double({ min: 0.001, max: 10, noNaN: true })),
+                ahead: fc.boolean(),
+                allowance: fc.oneof(fc.constant(0), tokens, fc.constant(1e12)),
+                fleet: fc.constantFrom(0, 1, 3, 20),
+              })
+              .map(({ offset, ...x }) =>
+                run(
+                  `sync ${JSON.stringify({ offset, ...x })}`,
+                  sync,
+                  (h) => ({
+                    ...s,
+                    ...x,
+                    min: Math.min(x.min, x.want),
+                    window: Math.max(0, h.window + offset),
+                  }),
+                  (h, _req, result) => {
+                    h.window = result.window;
+                  },
+                ),
               ),
             // Month windows need days to pass.
             advance(s.windowMs === MONTH ? 20 * 86_400_000 : Math.ceil(s.windowMs * 0.7)),
@@ -370,32 +417,13 @@ const fleet: ModelSpec = {
 export const MODEL_SPECS: readonly ModelSpec[] = [
   tokenBucket,
   fleet,
-  windowSpec('fixed window', fixedWindowAcquire, fixedWindowRelease, [1, 1000, 60_000], 1_700_000_000_000),
+  windowSpec('fixed window', fixedWindow, [1, 1000, 60_000], 1_700_000_000_000),
   // Windows opening at the first grant: fractional indexes, and starts off the epoch grid (the
   // odd clock start and the 7 ms windows keep them off it).
-  windowSpec(
-    'fixed window, first-hit anchor',
-    fixedWindowAcquire,
-    fixedWindowRelease,
-    [1, 7, 1000, 60_000],
-    1_700_000_000_333,
-    [true],
-  ),
+  windowSpec('fixed window, first-hit anchor', fixedWindow, [1, 7, 1000, 60_000], 1_700_000_000_333, [true]),
   // Starts the day before a leap day, an hour before midnight: runs cross month (and year) edges.
-  windowSpec(
-    'fixed window, calendar months',
-    fixedWindowAcquire,
-    fixedWindowRelease,
-    [MONTH],
-    Date.UTC(2024, 1, 28, 23),
-  ),
-  windowSpec(
-    'sliding window',
-    slidingWindowAcquire as unknown as typeof fixedWindowAcquire,
-    slidingWindowRelease as unknown as typeof fixedWindowRelease,
-    [7, 1000, 60_000],
-    1_700_000_000_000,
-  ),
+  windowSpec('fixed window, calendar months', fixedWindow, [MONTH], Date.UTC(2024, 1, 28, 23)),
+  windowSpec('sliding window', slidingWindow, [7, 1000, 60_000], 1_700_000_000_000),
   slidingLog,
   quantisedLog,
   leakyBucket,
