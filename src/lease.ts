@@ -83,7 +83,10 @@ export function msUntilAvailable(segments: readonly Segment[], now: number, cost
 /** Local time at which every token of every segment exists. */
 export function fullyCoveredAt(segments: readonly Segment[]): number {
   let t = Number.NEGATIVE_INFINITY;
-  for (const s of segments) t = Math.max(t, s.at + Math.max(0, s.size - s.levelBefore) / s.ratePerMs);
+  for (const s of segments) {
+    // A segment whose tokens all exist needs no refill (a fixed window's rate is 0).
+    t = Math.max(t, s.levelBefore >= s.size ? s.at : s.at + (s.size - s.levelBefore) / s.ratePerMs);
+  }
   return t;
 }
 

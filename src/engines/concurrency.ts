@@ -21,6 +21,7 @@ import {
   type EngineContext,
   handBack,
   type KeyState,
+  leaseGranted,
   MAX_ATTEMPTS,
   retryAfter,
   seconds,
@@ -81,9 +82,7 @@ class ConcurrencyKey implements KeyState {
       .then((result) => {
         this.#knownFree = rule.limit - result.held;
         if (result.granted > 0) {
-          ctx.stats.leasesGranted++;
-          ctx.stats.tokensLeased += result.granted;
-          ctx.telemetry.leaseGranted(rule.name, this.key, result.granted);
+          leaseGranted(ctx, rule.name, this.key, result.granted);
           this.#lastGrant = result.granted;
           for (let i = 0; i < result.granted; i++) this.#free.push(slotId(owner, i));
           this.#freeSince = ctx.now();

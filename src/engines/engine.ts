@@ -153,6 +153,13 @@ export function storeCall<S, Req, Res>(
   });
 }
 
+/** Counts a lease granted and tells observers. */
+export function leaseGranted(ctx: EngineContext, policy: string, key: string, tokens: number): void {
+  ctx.stats.leasesGranted++;
+  ctx.stats.tokensLeased += tokens;
+  ctx.telemetry.leaseGranted(policy, key, tokens);
+}
+
 /**
  * Hands leased tokens back in the background: counted, reported to observers, and reported as
  * stranded when the store call fails (the shared state is then short of them until it recovers).

@@ -1,0 +1,481 @@
+/**
+ * The lease core: the local state of one (policy, key) of a leased algorithm, the same state machine
+ * for every algorithm, which plugs in as a `LeaseStrategy`.
+ *
+ * Three regimes, chosen by the store at every sync (docs/architecture.md "How leasing works"):
+ * - far from the limit, an **allowance**: the instance admits on its own and reports its usage
+ *   later, riding in the next batch (write-behind);
+ * - nearer, a **lease**: tokens the store counted when it granted them, spent locally, sized to the
+ *   instance's demand (slow start from 1, doubling) and at most the strategy's cap, refilled ahead
+ *   in the background, handed back when unused for a lease time;
+ * - at the limit, or with `lease: 'exact'`, every decision is one store call.
+ */
+import type { Check, Decision } from '../decision.js';
+import { type Demand, demandPerMs, noteDemand } from '../demand.js';
+import { StoreUnavailableError } from '../errors.js';
+import * as lease from '../lease.js';
+import type { ReturnReason } from '../observe/events.js';
+import type { TokenBucketRule, WindowRule } from '../policy.js';
+import type { RunOptions } from '../stores/store.js';
+import {
+  BACKGROUND,
+  backgroundCall,
+  type Consumed,
+  type EngineContext,
+  handBack,
+  handBackWhenServed,
+  type KeyState,
+  leaseGranted,
+  MAX_ATTEMPTS,
+  retryAfter,
+  storeCall,
+} from './engine.js';
+import type { Grant, LeaseStrategy, SyncParams } from './leaseStrategy.js';
+
+/** The rules of leased algorithms: the core reads their name, `exact` and `leaseTtlMs`. */
+export type LeasedRule = TokenBucketRule | WindowRule;
+
+// Leftovers below this are rounding, not tokens worth a store call.
+const EPSILON = 1e-9;
+
+/** Tokens held for one window (a bucket has a single window that never ends). */
+interface Slice {
+  readonly window: number;
+  /** Local time the tokens die (computed from before the grant's store call: never late). */
+  readonly endsAt: number;
+  segments: lease.Segment[];
+  /** Local time after which unused tokens are handed back. */
+  expiresAt: number;
+}
+
+export class LeasedKey<Res> implements KeyState {
+  slice: Slice | undefined;
+  readonly #demand: Demand;
+  #lastGrant = 0;
+  /** The store refused `#deniedCost` tokens: this instance looks again at this local time. */
+  #deniedUntil = 0;
+  /**
+   * When the store said the refused cost fits (what a refusal reports); the instance may look again
+   * sooner (`#deniedUntil`), since peers hand unused leases back.
+   */
+  #retryAt = 0;
+  #deniedCost = 0;
+  #inflight: Promise<void> | undefined;
+  /** Tokens this instance may still admit on its own, granted at the last sync (replaced at every sync). */
+  allowance = 0;
+  #lastAllowance = 0;
+  #allowanceEndsAt = Number.POSITIVE_INFINITY;
+  /** Tokens admitted under allowances and not yet reported, and the window they belong to. */
+  unreported = 0;
+  #reportWindow = 0;
+  /** Of `unreported`, those admitted while the sync that reports the rest was in flight. */
+  #spentInFlight = 0;
+  /** Whether the store ever answered for this key here: before that, the first sight. */
+  #known = false;
+  /** Local time of the last sync sent: usage is reported at least once a lease time. */
+  #lastSync = 0;
+
+  constructor(
+    private readonly ctx: EngineContext,
+    readonly rule: LeasedRule,
+    readonly key: string,
+    readonly storageKey: string,
+    private readonly s: LeaseStrategy<Res>,
+  ) {
+    this.#demand = { sum: 0, at: ctx.now() };
+  }
+
+  async consume(cost: number, check?: Check): Promise<Consumed> {
+    const decision = await this.#consume(cost, check);
+    return this.#consumed(decision, cost);
+  }
+
+  /** The local decision without a promise: undefined (nothing changed) when the store must answer. */
+  consumeLocal(cost: number, check?: Check): Consumed | undefined {
+    const decision = this.#decideLocal(cost, check);
+    return decision === undefined ? undefined : this.#consumed(decision, cost);
+  }
+
+  decideLocal(cost: number, check?: Check): Decision | undefined {
+    return this.#decideLocal(cost, check);
+  }
+
+  estimate(): Decision {
+    const now = this.ctx.now();
+    const decision = this.#decision(now, true, 0);
+    return decision.remaining >= 1 ? decision : this.#decision(now, false, this.#retryAt - now);
+  }
+
+  #decideLocal(cost: number, check: Check | undefined): Decision | undefined {
+    const { ctx, rule, s } = this;
+    if (rule.exact || cost > s.maxLease) return undefined;
+    if (this.allowance >= cost) {
+      const now = ctx.now();
+      if (now < this.#allowanceEndsAt) {
+        this.#spendAllowance(now, cost);
+        return ctx.answer(0, cost, check, this.#decision(now, true, 0));
+      }
+    }
+    const slice = this.slice;
+    if (slice === undefined) return undefined;
+    const now = ctx.now();
+    // Expiry, hand-backs and the window's end are left to `consume`.
+    if (now >= slice.endsAt || now >= slice.expiresAt || !lease.take(slice.segments, now, cost)) {
+      return undefined;
+    }
+    noteDemand(this.#demand, now, cost);
+    this.#refillAhead(now);
+    return ctx.answer(0, cost, check, this.#decision(now, true, 0));
+  }
+
+  /** Admits under the allowance; the next sync starts when a quarter of it is left. */
+  #spendAllowance(now: number, cost: number): void {
+    this.allowance -= cost;
+    this.unreported += cost;
+    if (this.#inflight) this.#spentInFlight += cost;
+    noteDemand(this.#demand, now, cost);
+    if (this.#inflight || this.allowance >= this.#lastAllowance / 4) return;
+    // Near the limit the store answers with a lease instead: only worth holding for a key this
+    // instance expects again soon (as for refilling ahead).
+    this.#acquire(this.#expectedSoon(now) ? 1 : 0, BACKGROUND).catch(() => {});
+  }
+
+  #consumed(decision: Decision, cost: number): Consumed {
+    if (!decision.allowed) return { decision };
+    const window = this.#reportWindow;
+    const refund = () => {
+      this.#refundInto(window, cost);
+      const remaining = Math.min(decision.limit, decision.remaining + cost);
+      return { ...decision, remaining, resetMs: this.s.resetMs(this.ctx.now(), remaining) };
+    };
+    return { decision, refund };
+  }
+
+  async #consume(cost: number, check: Check | undefined): Promise<Decision> {
+    const { ctx, rule, s } = this;
+    noteDemand(this.#demand, ctx.now(), cost);
+    if (cost > s.limit) {
+      return ctx.answer(0, cost, check, this.#decision(ctx.now(), false, Number.POSITIVE_INFINITY));
+    }
+    if (rule.exact) return this.#consumeExact(cost, check);
+    // A cost no lease can cover is decided by the store, with what this instance holds handed back
+    // first (the return is queued ahead of the call): partial leases kept for it would sit idle.
+    if (cost > s.maxLease) {
+      // A lease still in flight would land after the return and sit idle: wait for it first.
+      if (this.#inflight) await this.#inflight.catch(() => {});
+      this.returnUnused('oversized');
+      return this.#consumeExact(cost, check);
+    }
+    for (let attempt = 0; ; attempt++) {
+      const now = ctx.now();
+      if (this.allowance >= cost && now < this.#allowanceEndsAt) {
+        this.#spendAllowance(now, cost);
+        return ctx.answer(attempt, cost, check, this.#decision(now, true, 0));
+      }
+      this.#expire(now);
+      const slice = this.slice;
+      if (slice && lease.take(slice.segments, now, cost)) {
+        this.#refillAhead(now);
+        return ctx.answer(attempt, cost, check, this.#decision(now, true, 0));
+      }
+      // First sight of a key while the fleet is known: admitted at once, within the bound
+      // docs/architecture.md "Guarantees" states (one request of at most a lease per instance and
+      // key), and the store asked in the background for the key's state.
+      if (
+        s.writeBehind &&
+        !this.#known &&
+        !this.#inflight &&
+        attempt === 0 &&
+        ctx.fleet() > 0 &&
+        !ctx.suspended(this.storageKey)
+      ) {
+        this.unreported += cost;
+        this.#acquire(0).catch(() => {});
+        return ctx.answer(0, cost, check, this.#decision(now, true, 0));
+      }
+      // Tokens already leased to us exist later: there is no room anywhere until then (and what
+      // exists only after the window ends waits for the next window).
+      const wait = slice ? lease.msUntilAvailable(slice.segments, now, cost) : Number.POSITIVE_INFINITY;
+      if (slice && Number.isFinite(wait)) {
+        return ctx.answer(
+          attempt,
+          cost,
+          check,
+          this.#decision(now, false, Math.min(wait, slice.endsAt - now)),
+        );
+      }
+      if (now < this.#deniedUntil && cost >= this.#deniedCost) {
+        return ctx.answer(attempt, cost, check, this.#decision(now, false, this.#retryAt - now));
+      }
+      if (attempt === MAX_ATTEMPTS) {
+        return ctx.answer(attempt, cost, check, this.#decision(now, false, s.contentionRetryMs(cost)));
+      }
+      const acquired = this.#acquire(cost - (slice ? lease.unused(slice.segments) : 0));
+      // While the store is suspended no request waits on it: the call is at most a probe, and its
+      // lease (if the store is back) serves the requests that come after it.
+      if (ctx.suspended(this.storageKey)) {
+        acquired.catch(() => {});
+        throw new StoreUnavailableError('Store calls for this key are suspended');
+      }
+      await acquired;
+    }
+  }
+
+  /** Exact mode: one store call per decision, nothing held locally but the denial memory. */
+  async #consumeExact(cost: number, check: Check | undefined): Promise<Decision> {
+    const { ctx, s } = this;
+    const sentAt = ctx.now();
+    if (sentAt < this.#deniedUntil && cost >= this.#deniedCost) {
+      return ctx.answer(0, cost, check, this.#decision(sentAt, false, this.#retryAt - sentAt));
+    }
+    const p: SyncParams = {
+      used: 0,
+      returned: 0,
+      window: 0,
+      want: cost,
+      min: cost,
+      exact: true,
+      allowance: false,
+      fleet: 0,
+      sentAt,
+    };
+    const { op, req } = s.sync(p);
+    const result = await storeCall(ctx, op, this.storageKey, req);
+    const now = ctx.now();
+    const grant = s.learn(result, p, now);
+    this.#reportWindow = grant.window;
+    if (grant.granted > 0) return ctx.answer(1, cost, check, this.#decision(now, true, 0));
+    this.#deniedUntil = grant.retryAt;
+    this.#retryAt = grant.retryAt;
+    this.#deniedCost = cost;
+    return ctx.answer(1, cost, check, this.#decision(now, false, grant.retryAt - now));
+  }
+
+  /**
+   * Drops the tokens of a window that ended (handed back where they still count), hands back those
+   * unused for a lease time, and lets an allowance die with its window.
+   */
+  #expire(now: number): void {
+    if (now >= this.#allowanceEndsAt) this.allowance = 0;
+    const slice = this.slice;
+    if (!slice) return;
+    if (now >= slice.endsAt) {
+      if (this.s.carriesOver) this.returnUnused('expired');
+      else this.slice = undefined;
+    } else if (now >= slice.expiresAt && !this.#inflight) {
+      this.returnUnused('expired');
+    }
+  }
+
+  /** Starts the next lease before this one runs out, so the hot path rarely waits on the store. */
+  #refillAhead(now: number): void {
+    if (this.#inflight || now < this.#deniedUntil) return;
+    const slice = this.slice;
+    if (slice && lease.unused(slice.segments) > Math.ceil(this.#lastGrant / 4)) return;
+    if (!this.#expectedSoon(now)) return;
+    this.#acquire(1, BACKGROUND).catch(() => {});
+  }
+
+  /**
+   * Single-flight: concurrent misses for one key share one store call. It reports what the
+   * allowance admitted and asks for a new allowance, else a lease of at least `min` (0: no lease,
+   * a report only, e.g. for a key nobody is waiting on).
+   */
+  #acquire(min: number, options: RunOptions = {}): Promise<void> {
+    if (this.#inflight) return this.#inflight;
+    const { ctx, s } = this;
+    const sentAt = ctx.now();
+    const want = min === 0 ? 0 : Math.max(min, this.#extra(sentAt));
+    const fleet = ctx.fleet();
+    const used = this.unreported;
+    this.unreported = 0;
+    this.#spentInFlight = 0;
+    this.#lastSync = sentAt;
+    const p: SyncParams = {
+      used,
+      returned: 0,
+      window: this.#reportWindow,
+      want,
+      min: Math.min(min, want),
+      exact: false,
+      allowance: s.writeBehind && fleet > 0,
+      fleet,
+      sentAt,
+    };
+    const { op, req } = s.sync(p);
+    const call = storeCall(ctx, op, this.storageKey, req, options)
+      .then((result) => this.#learn(s.learn(result, p, ctx.now()), p))
+      .catch((err: unknown) => {
+        // Never sent: the usage it carried is still to be reported. Otherwise it may have been
+        // applied, and a report is never sent twice.
+        if (err instanceof StoreUnavailableError) this.unreported += used;
+        throw err;
+      })
+      .finally(() => {
+        this.#inflight = undefined;
+        this.#spentInFlight = 0;
+      });
+    this.#inflight = call;
+    ctx.track(call);
+    return call;
+  }
+
+  #learn(grant: Grant, p: SyncParams): void {
+    const { ctx, rule, s } = this;
+    const now = ctx.now();
+    this.#known = true;
+    this.#reportWindow = grant.window;
+    // What was admitted under the old allowance while the call was in flight comes off the new one.
+    this.allowance = Math.max(0, grant.allowance - this.#spentInFlight);
+    this.#lastAllowance = grant.allowance;
+    this.#allowanceEndsAt = grant.endsAt;
+    if (grant.allowance > 0) {
+      this.#deniedUntil = 0;
+      // Slow start carries over: leases after an allowance start from its size, not from 1.
+      this.#lastGrant = Math.max(this.#lastGrant, Math.min(s.maxLease, grant.allowance));
+      return;
+    }
+    if (grant.granted === 0) {
+      // Only a refused lease says when there is room; a report asked for none. Peers hand unused
+      // leases back within a lease time: look again by then at the latest.
+      if (p.want > 0) {
+        this.#retryAt = grant.retryAt;
+        this.#deniedUntil = Math.min(grant.retryAt, p.sentAt + rule.leaseTtlMs);
+        this.#deniedCost = p.min;
+      }
+      return;
+    }
+    leaseGranted(ctx, rule.name, this.key, grant.granted);
+    this.#lastGrant = grant.granted;
+    this.#deniedUntil = 0;
+    if (this.slice?.window !== grant.window) {
+      if (this.slice) this.returnUnused('expired');
+      this.slice = { window: grant.window, endsAt: grant.endsAt, segments: [], expiresAt: 0 };
+    }
+    const slice = this.slice;
+    slice.segments.push({
+      at: now,
+      levelBefore: grant.levelBefore,
+      size: grant.granted,
+      ratePerMs: grant.opensPerMs,
+      used: 0,
+    });
+    slice.expiresAt = lease.fullyCoveredAt(slice.segments) + rule.leaseTtlMs;
+    // Evicted or closed while the call was in flight: the requests waiting for this call are
+    // served first (their continuations run before the immediate), then the rest goes back.
+    if (ctx.peek(this.storageKey) !== this) handBackWhenServed(ctx, this);
+  }
+
+  /**
+   * Tokens worth holding beyond the request at hand: this instance's demand over the horizon,
+   * doubling from 1 for a key without history (slow start), at most the strategy's cap.
+   */
+  #extra(now: number): number {
+    const demand = Math.ceil(demandPerMs(this.#demand, now) * this.s.horizon(now));
+    return Math.min(this.s.cap(now), Math.max(1, this.#lastGrant * 2), demand);
+  }
+
+  /**
+   * Whether this instance expects the key again within the horizon, and there is room to lease it
+   * anything: tokens fetched ahead for a quiet instance would sit idle while busier ones are refused.
+   */
+  #expectedSoon(now: number): boolean {
+    return demandPerMs(this.#demand, now) * this.s.horizon(now) >= 1 && this.s.cap(now) >= 1;
+  }
+
+  /**
+   * Hands back unused leased tokens and reports what the allowance admitted, in one call (a batch
+   * item riding with others: no round trip of its own). The allowance itself is given up.
+   */
+  returnUnused(reason: ReturnReason): void {
+    const slice = this.slice;
+    this.slice = undefined;
+    this.allowance = 0;
+    const tokens = slice ? Math.max(0, lease.unused(slice.segments)) : 0;
+    // A sync in flight reports what it carries; usage admitted meanwhile goes now.
+    const used = this.unreported;
+    if (tokens <= EPSILON && used <= 0) return;
+    this.unreported = 0;
+    const { ctx, rule, s } = this;
+    // Usage and tokens of different windows (the window turned): each goes to its own.
+    const window = slice?.window ?? this.#reportWindow;
+    if (used > 0 && window !== this.#reportWindow) {
+      const report = s.handBack(this.#reportWindow, used, 0);
+      backgroundCall(ctx, report.op, this.storageKey, report.req);
+    }
+    const { op, req } = s.handBack(window, window === this.#reportWindow ? used : 0, tokens);
+    handBack(ctx, op, this.storageKey, req, { policy: rule.name, key: this.key, tokens, reason });
+  }
+
+  sweep(now: number): boolean {
+    if (this.#inflight) return false;
+    this.#expire(now);
+    // Usage is reported at least once a lease time (keeping the allowance), so the store's view
+    // catches up and a crash loses little of it.
+    if (this.unreported > 0 && now - this.#lastSync >= this.rule.leaseTtlMs) {
+      this.#acquire(0, BACKGROUND).catch(() => {});
+      return false;
+    }
+    // An idle entry holds nothing worth keeping once its demand has decayed — except an allowance,
+    // which saves its next visit a store call.
+    return (
+      this.slice === undefined &&
+      this.allowance <= 0 &&
+      this.unreported <= 0 &&
+      now >= this.#deniedUntil &&
+      demandPerMs(this.#demand, now) * 1000 < 0.01
+    );
+  }
+
+  async refund(cost: number): Promise<void> {
+    const { ctx, s } = this;
+    // The refused cost may fit now.
+    this.#deniedUntil = 0;
+    const now = ctx.now();
+    const window = s.refundWindow(now);
+    if (this.#putBack(this, window, now, cost)) return;
+    const { op, req } = s.release(window, cost);
+    await storeCall(ctx, op, this.storageKey, req);
+  }
+
+  /**
+   * Puts back tokens of a multi-rule check refused elsewhere, into whatever state holds the key
+   * now when it holds tokens of the same window, else to the store.
+   */
+  #refundInto(window: number, cost: number): void {
+    const { ctx, s } = this;
+    const current = ctx.peek(this.storageKey);
+    if (current instanceof LeasedKey && this.#putBack(current, window, ctx.now(), cost)) return;
+    const { op, req } = s.release(window, cost);
+    backgroundCall(ctx, op, this.storageKey, req);
+  }
+
+  /** Gives `cost` tokens back to what `state` holds of `window`; false when it holds nothing of it. */
+  #putBack(state: LeasedKey<unknown>, window: number, now: number, cost: number): boolean {
+    if (state.unreported >= cost && state.#reportWindow === window) {
+      state.unreported -= cost;
+      state.allowance += cost;
+      return true;
+    }
+    const slice = state.slice;
+    if (slice === undefined || slice.window !== window || now >= slice.endsAt) return false;
+    lease.refund(slice.segments, now, cost);
+    return true;
+  }
+
+  #decision(now: number, allowed: boolean, retryAfterMs: number): Decision {
+    const { rule, s } = this;
+    const held = this.slice ? lease.available(this.slice.segments, now) : 0;
+    const estimate = s.remaining(now) + held - this.unreported;
+    const remaining = Math.max(0, Math.min(s.limit, Math.floor(estimate)));
+    return {
+      allowed,
+      policy: rule.name,
+      key: this.key,
+      limit: s.limit,
+      remaining,
+      resetMs: s.resetMs(now, remaining),
+      retryAfterMs: allowed ? 0 : retryAfter(retryAfterMs),
+    };
+  }
+}
