@@ -13,10 +13,11 @@ describe('intervals use a monotonic clock', () => {
     vi.spyOn(Date, 'now').mockImplementation(() => realNow() - step);
     // The store on its own clock, so only the limiter could see the step.
     const store = new MemoryStore({ now: () => performance.timeOrigin + performance.now() });
-    // Exact mode: a refusal is remembered locally until the bucket has room (20 ms here).
+    // Exact mode: a refusal is remembered locally until the bucket has room (250 ms here: long
+    // enough that a loaded machine still asks twice within it).
     const limiter = new Limiter({
       store,
-      policies: { p: { algorithm: 'token-bucket', rate: 50, burst: 1, lease: 'exact' } },
+      policies: { p: { algorithm: 'token-bucket', rate: 4, burst: 1, lease: 'exact' } },
     });
     expect((await limiter.consume('p', 'k')).allowed).toBe(true);
     const denied = await limiter.consume('p', 'k');
