@@ -10,6 +10,7 @@ import {
   type SlotHandle,
   tightest,
 } from './decision.js';
+import { MAX_TIMER_MS } from './duration.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
 import { ArgumentError, ClosedError, ConfigError, StoreUnavailableError, TokenleaseError } from './errors.js';
@@ -49,6 +50,8 @@ export interface LimiterOptions {
   /**
    * How often expired leases are handed back (and held concurrency slots renewed), in real time;
    * 0 disables the timer (then call `sweep()` yourself, as the simulator does in virtual time).
+   * At most 5000 (heartbeats go out on the sweep), and less than half of every concurrency
+   * policy's `slotTtl` (held slots are renewed on it).
    * @default 500
    */
   sweepIntervalMs?: number;
@@ -117,7 +120,8 @@ export interface LimiterStats extends TelemetryCounts {
 
 export interface ReserveOptions {
   /**
-   * Longest acceptable wait in ms: a turn further ahead is refused.
+   * Longest acceptable wait in ms: a turn further ahead is refused. At most 2^31 − 1 (a timer's
+   * longest delay).
    * @default the policy's `maxWait`
    */
   maxWaitMs?: number;
@@ -187,6 +191,38 @@ const ANSWERS = new Map<string, ReadonlySet<Method>>(
 const HEARTBEAT_MS = 2000;
 /** An instance counts in the fleet this long after its last heartbeat. */
 const FLEET_WINDOW_MS = 10_000;
+/**
+ * Longest `sweepIntervalMs`: heartbeats go out on the sweep, and an instance whose beats came
+ * further apart than the fleet window would drop out of the count between them, making every
+ * other instance's share too large.
+ */
+const MAX_SWEEP_MS = FLEET_WINDOW_MS / 2;
+
+function sweepInterval(value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0 && value <= MAX_SWEEP_MS)) {
+    throw new ConfigError(
+      'sweepIntervalMs',
+      `expected a number of ms from 0 (no timer) to ${MAX_SWEEP_MS}, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+/**
+ * Held concurrency slots are renewed on the first sweep after half their `slotTtl`: a sweep
+ * interval of half the TTL or more would let them expire while still held.
+ */
+function checkSlotRenewal(rules: ReadonlyMap<string, Rule>, sweepMs: number): void {
+  if (sweepMs === 0) return;
+  for (const rule of rules.values()) {
+    if (rule.algorithm !== 'concurrency' || sweepMs < rule.slotTtlMs / 2) continue;
+    throw new ConfigError(
+      `policies.${rule.name}.slotTtl`,
+      `slots are renewed on the sweep, so \`slotTtl\` (${rule.slotTtlMs} ms) must be more than twice ` +
+        `\`sweepIntervalMs\` (${sweepMs} ms); raise slotTtl or lower sweepIntervalMs`,
+    );
+  }
+}
 /** Where the fleet is counted: a key no client key can produce (those start `{k:` or `{h:`). */
 const FLEET_KEY = '{fleet}:instances';
 
@@ -230,6 +266,7 @@ export class Limiter {
   /** Storage keys being reset: their disposal hands nothing back. */
   readonly #forgetting = new Set<string>();
   readonly #timer: NodeJS.Timeout | undefined;
+  readonly #sweepMs: number;
   readonly #telemetry: Telemetry;
   readonly #failover: Failover;
   readonly #stats: Counters = {
@@ -275,10 +312,9 @@ export class Limiter {
         state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured');
       },
     });
-    const sweepMs = options.sweepIntervalMs ?? 500;
-    if (typeof sweepMs !== 'number' || !Number.isFinite(sweepMs) || sweepMs < 0) {
-      throw new ConfigError('sweepIntervalMs', `expected a number of ms >= 0, got ${String(sweepMs)}`);
-    }
+    const sweepMs = sweepInterval(options.sweepIntervalMs ?? 500);
+    checkSlotRenewal(this.#rules, sweepMs);
+    this.#sweepMs = sweepMs;
     this.#telemetry = new Telemetry({
       observers: options.observers,
       offenders: options.offenders,
@@ -472,6 +508,7 @@ export class Limiter {
   setPolicies(policies: Record<string, PolicyConfig>): void {
     if (this.#closing) throw new ClosedError('Limiter');
     const next = compilePolicies(policies);
+    checkSlotRenewal(next, this.#sweepMs);
     for (const [name, rule] of this.#rules) {
       const fresh = next.get(name);
       if (fresh && JSON.stringify(fresh) === JSON.stringify(rule)) next.set(name, rule);
@@ -493,8 +530,15 @@ export class Limiter {
     const k = this.#key(key, 'key');
     const c = checkCost(cost, 'cost', rule);
     const maxWaitMs = options.maxWaitMs;
-    if (maxWaitMs !== undefined && (typeof maxWaitMs !== 'number' || !(maxWaitMs >= 0))) {
-      throw new ArgumentError('options.maxWaitMs', `expected a number of ms >= 0, got ${String(maxWaitMs)}`);
+    // wait() sleeps up to this long, and a Node timer fires at once for a longer delay.
+    if (
+      maxWaitMs !== undefined &&
+      (typeof maxWaitMs !== 'number' || !(maxWaitMs >= 0 && maxWaitMs <= MAX_TIMER_MS))
+    ) {
+      throw new ArgumentError(
+        'options.maxWaitMs',
+        `expected a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(maxWaitMs)}`,
+      );
     }
     this.#stats.decisions++;
     return this.#entry(rule, k).reserve!(c, maxWaitMs);

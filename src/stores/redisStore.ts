@@ -21,7 +21,7 @@ export interface RedisStoreOptions<C extends RedisClient = RedisClient> {
   client: C;
   /**
    * Milliseconds a store call may take before it counts as failed. The limiter sits on every
-   * request, so keep this in single-digit milliseconds for a local Redis.
+   * request, so keep this in single-digit milliseconds for a local Redis. At most 60 000.
    * @default 50
    */
   timeoutMs?: number;
@@ -117,6 +117,11 @@ const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0 } as c
 const RECONNECT_MAX_MS = 500;
 const reconnectDelay = (attempt: number) => Math.min(attempt * 50, RECONNECT_MAX_MS);
 const READY_ATTEMPTS = 20;
+/**
+ * Longest `timeoutMs`: a decision may wait this long for the store, and a call that slow is an
+ * outage the fail policy should answer, not a wait.
+ */
+const MAX_TIMEOUT_MS = 60_000;
 const EVICTION_CHECK_ATTEMPTS = 3;
 
 function isCluster(client: Client): client is Cluster {
@@ -194,10 +199,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       throw new ConfigError('client', 'expected an ioredis Redis or Cluster instance');
     }
     const timeoutMs = options.timeoutMs ?? 50;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
       throw new ConfigError(
         'timeoutMs',
-        `expected a positive number of milliseconds, got ${String(timeoutMs)}`,
+        `expected a number of milliseconds above 0 and at most ${MAX_TIMEOUT_MS}, got ${String(timeoutMs)}`,
       );
     }
     const prefix = options.prefix ?? 'tl:';
