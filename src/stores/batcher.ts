@@ -10,6 +10,13 @@
  * Every call settles within `timeoutMs` of being made, queueing included: one still queued then
  * was never sent and fails as unavailable; one already sent fails as timed out (it may have run,
  * and is never sent again).
+ *
+ * A key has at most one call in flight. A call timed out is not over: Redis may still run it
+ * (a `CLIENT PAUSE … WRITE` holds every call until the pause lifts, then runs them all). So the
+ * next call for its key waits for that one's answer, and while a call for the key has timed out
+ * unanswered, a new one fails at once as never sent: the fail policy answers it. An outage of any
+ * length thus costs a key at most the one call that was in flight per instance. This needs `send`
+ * to settle only when Redis answers or the connection drops, not at a client-side timeout.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
 import { StoreTimeoutError, StoreUnavailableError } from '../errors.js';
@@ -47,6 +54,8 @@ export interface BatcherOptions {
 }
 
 interface Pending extends BatchItem {
+  /** Put into a batch: its key is claimed until the batch is answered (or it expires unsent). */
+  claimed: boolean;
   sent: boolean;
   done: boolean;
   timer: NodeJS.Timeout;
@@ -59,6 +68,10 @@ export class Batcher {
   readonly #backgroundGate: LimitFunction;
   #foreground: Pending[] = [];
   #background: Pending[] = [];
+  /** Keys with a call in a batch not yet answered: another call for one waits. */
+  readonly #claimed = new Set<string>();
+  /** Of those, keys whose call timed out: a new call for one fails at once, never sent. */
+  readonly #stuck = new Set<string>();
   #immediate: NodeJS.Immediate | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** Batches sent so far: round trips, for stats. */
@@ -72,8 +85,17 @@ export class Batcher {
 
   /** Queues one call; `item.settle` is called exactly once, within the timeout. */
   add(item: BatchItem): void {
+    if (this.#stuck.has(item.key)) {
+      item.settle(
+        new StoreUnavailableError(
+          'Store call not sent: an earlier call for this key timed out and the store has not answered it yet',
+        ),
+      );
+      return;
+    }
     const pending: Pending = {
       ...item,
+      claimed: false,
       sent: false,
       done: false,
       settle: (error, reply) => {
@@ -124,6 +146,13 @@ export class Batcher {
     this.#background = [];
     const groups = new Map<string, Pending[]>();
     for (const p of queued) {
+      if (this.#claimed.has(p.key)) {
+        // Waits for the answer to its key's call in flight (then `#schedule` runs again).
+        (p.background ? this.#background : this.#foreground).push(p);
+        continue;
+      }
+      this.#claimed.add(p.key);
+      p.claimed = true;
       const group = this.#options.groupOf(p.key);
       const list = groups.get(group);
       if (list) list.push(p);
@@ -153,15 +182,29 @@ export class Batcher {
       });
     } catch (err) {
       for (const p of live) p.settle(err);
+    } finally {
+      for (const p of live) this.#release(p);
+      this.#schedule();
     }
+  }
+
+  /** The call's key may take another call. */
+  #release(p: Pending): void {
+    if (!p.claimed) return;
+    p.claimed = false;
+    this.#claimed.delete(p.key);
+    this.#stuck.delete(p.key);
   }
 
   #expire(p: Pending): void {
     if (p.done) return;
     if (p.sent) {
+      this.#stuck.add(p.key);
       p.settle(new StoreTimeoutError(this.#options.timeoutMs));
       return;
     }
+    // Claimed but still waiting for a batch slot: it will never be sent, so its key is free.
+    this.#release(p);
     p.settle(
       new StoreUnavailableError(
         `Store call not sent within ${this.#options.timeoutMs} ms (connection not ready or too many calls queued)`,

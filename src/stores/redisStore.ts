@@ -106,8 +106,15 @@ type Client = Redis | Cluster;
  *   otherwise, even ones that already timed out (for a `Cluster`, in `redisOptions`).
  * - `retryDelayOnFailover: 0` (`Cluster` only): otherwise a command whose node connection closed
  *   while it was in flight is re-sent after that delay, again even after it timed out.
+ * - no `commandTimeout`: the store times calls out itself, and must still hear the late answer of
+ *   one that timed out (until then no other call for its keys is sent; see `Batcher`). ioredis
+ *   would drop that answer.
  */
-const SAFE_NODE = { enableOfflineQueue: false, autoResendUnfulfilledCommands: false } as const;
+const SAFE_NODE = {
+  enableOfflineQueue: false,
+  autoResendUnfulfilledCommands: false,
+  commandTimeout: undefined,
+} as const;
 const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0 } as const;
 
 /**
@@ -129,35 +136,52 @@ function isCluster(client: Client): client is Cluster {
 }
 
 function isSafe(client: Client): boolean {
-  type Flags = { enableOfflineQueue?: boolean; autoResendUnfulfilledCommands?: boolean };
+  type Flags = {
+    enableOfflineQueue?: boolean;
+    autoResendUnfulfilledCommands?: boolean;
+    commandTimeout?: number;
+  };
   if (isCluster(client)) {
     const node = client.options.redisOptions as Flags | undefined;
     return (
       client.options.enableOfflineQueue === false &&
       client.options.retryDelayOnFailover === 0 &&
-      node?.autoResendUnfulfilledCommands === false
+      node?.autoResendUnfulfilledCommands === false &&
+      !node.commandTimeout
     );
   }
   const o = client.options as Flags;
-  return o.enableOfflineQueue === false && o.autoResendUnfulfilledCommands === false;
+  return o.enableOfflineQueue === false && o.autoResendUnfulfilledCommands === false && !o.commandTimeout;
 }
 
 /**
  * The client the store runs on: the user's own when it already has the safe settings, otherwise a
  * duplicate with them (which the store owns and closes). The user's client is never reconfigured.
  */
-function safeClient(client: Client, timeoutMs: number): { client: Client; owned: boolean } {
+function safeClient(client: Client): { client: Client; owned: boolean } {
   if (isSafe(client)) return { client, owned: false };
   const duplicate = isCluster(client)
     ? client.duplicate([], {
         ...SAFE_CLUSTER,
         clusterRetryStrategy: reconnectDelay,
-        redisOptions: { ...client.options.redisOptions, ...SAFE_NODE, commandTimeout: timeoutMs },
+        redisOptions: { ...client.options.redisOptions, ...SAFE_NODE },
       })
-    : client.duplicate({ ...SAFE_NODE, commandTimeout: timeoutMs, retryStrategy: reconnectDelay });
+    : client.duplicate({ ...SAFE_NODE, retryStrategy: reconnectDelay });
   // Connection errors surface as rejected calls; an unhandled 'error' event would crash the process.
   duplicate.on('error', () => {});
   return { client: duplicate, owned: true };
+}
+
+/**
+ * `promise`, or a rejection after `ms`: for the store's own commands outside batches (the
+ * connection has no command timeout, see `SAFE_NODE`).
+ */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 function isNoScript(err: unknown): boolean {
@@ -221,7 +245,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     }
     const batch = batchOptions(options.batch);
     // Typed as ioredis 5 inside: the members used here are the same in every accepted client.
-    const { client, owned } = safeClient(options.client as unknown as Client, timeoutMs);
+    const { client, owned } = safeClient(options.client as unknown as Client);
     this.#client = client;
     this.#owned = owned;
     this.#timeoutMs = timeoutMs;
@@ -263,8 +287,11 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     for (let attempt = 1; attempt <= EVICTION_CHECK_ATTEMPTS; attempt++) {
       if (this.#closed) return;
       const masters = isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
-      const policies = await Promise.all(
-        masters.map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1]),
+      const policies = await within(
+        Promise.all(
+          masters.map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1]),
+        ),
+        RECONNECT_MAX_MS,
       ).catch(() => undefined);
       if (policies === undefined) {
         await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS).unref());
@@ -303,11 +330,14 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       });
     }
     if (!isCluster(this.#client)) return;
-    // Setting up a node connection may outlast the command timeout (armed while the ping waits
-    // for it), so a few attempts are allowed.
+    // Setting up a node connection may take a while (the ping waits for it), so each attempt has
+    // a deadline and a few are allowed.
     for (let attempt = 1; ; attempt++) {
       try {
-        await Promise.all(this.#client.nodes('master').map((node) => node.ping()));
+        await within(
+          Promise.all(this.#client.nodes('master').map((node) => node.ping())),
+          Math.max(this.#timeoutMs, RECONNECT_MAX_MS),
+        );
         return;
       } catch (err) {
         if (attempt === READY_ATTEMPTS) {

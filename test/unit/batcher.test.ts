@@ -105,4 +105,66 @@ describe('Batcher', () => {
     expect(String(y.error)).toMatch(/bad item/);
     expect(String((await call(b, 'z')).error)).toMatch(/down/);
   });
+
+  it('sends at most one call per key at a time: a second waits for the first to be answered', async () => {
+    const batches: string[][] = [];
+    const answers: (() => void)[] = [];
+    const b = batcher({
+      send: (items) => {
+        batches.push(items.map((i) => i.key));
+        return new Promise((resolve) =>
+          answers.push(() => resolve(items.map((i) => ({ ok: true, reply: i.key })))),
+        );
+      },
+    });
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const first = call(b, 'a');
+    await turn();
+    const second = call(b, 'a', true);
+    const other = call(b, 'b');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(batches, 'the second call for a waits; b goes').toEqual([['a'], ['b']]);
+    answers[1]!();
+    expect((await other).reply).toBe('b');
+    answers[0]!();
+    expect((await first).reply).toBe('a');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(batches, 'answered: the waiting call goes').toEqual([['a'], ['b'], ['a']]);
+    answers[2]!();
+    expect((await second).reply).toBe('a');
+  });
+
+  it('after a call timed out unanswered, new calls for its key fail at once as never sent, until it is answered', async () => {
+    vi.useFakeTimers();
+    const answers: (() => void)[] = [];
+    let sent = 0;
+    const b = batcher({
+      send: (items) => {
+        sent += items.length;
+        return new Promise((resolve) =>
+          answers.push(() => resolve(items.map((i) => ({ ok: true, reply: i.key })))),
+        );
+      },
+    });
+    const stuck = call(b, 'a');
+    await vi.advanceTimersByTimeAsync(50);
+    expect((await stuck).error, 'the paused call times out').toBeInstanceOf(StoreTimeoutError);
+    const refused = await call(b, 'a');
+    expect(refused.error, 'never sent: the fail policy answers at once').toBeInstanceOf(
+      StoreUnavailableError,
+    );
+    expect(String(refused.error)).toMatch(/earlier call for this key timed out/);
+    const other = call(b, 'b');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sent, 'other keys still go').toBe(2);
+    answers[1]!();
+    expect((await other).reply).toBe('b');
+    answers[0]!(); // the pause lifts: Redis runs the old call and answers it
+    await vi.advanceTimersByTimeAsync(0);
+    const again = call(b, 'a');
+    await vi.advanceTimersByTimeAsync(1);
+    answers[2]!();
+    expect((await again).reply, 'the key is usable again').toBe('a');
+    expect(sent).toBe(3);
+  });
 });
