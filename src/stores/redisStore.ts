@@ -217,6 +217,8 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   readonly #batcher: Batcher;
   #everReady: boolean;
   #closed = false;
+  /** Rejects each batch in flight: called when a connection closes (see `#dropInFlight`). */
+  readonly #inFlight = new Set<(err: StoreError) => void>();
 
   constructor(options: RedisStoreOptions<C>) {
     if (!options || typeof options !== 'object' || !isRedisClient(options.client)) {
@@ -269,6 +271,12 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       this.#everReady = true;
       this.#batcher.ready();
     });
+    const dropped = () => this.#dropInFlight();
+    client.on('close', dropped);
+    if (isCluster(client)) {
+      for (const node of client.nodes('all')) node.on('close', dropped);
+      client.on('+node', (node: Redis) => node.on('close', dropped));
+    }
     const warn = options.onWarning ?? console.warn;
     if (client.status === 'ready') void this.#checkEviction(warn);
     else client.once('ready', () => void this.#checkEviction(warn));
@@ -396,15 +404,28 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     for (const item of items) argv.push(item.script, item.args.length, ...item.args);
     const script = luaScript('batch');
     let reply: unknown;
+    let drop: ((err: StoreError) => void) | undefined;
+    const dropped = new Promise<never>((_, reject) => {
+      drop = reject;
+    });
+    this.#inFlight.add(drop!);
     try {
       try {
-        reply = await this.#client.evalsha(script.sha, keys.length, ...keys, ...argv);
+        reply = await Promise.race([
+          this.#client.evalsha(script.sha, keys.length, ...keys, ...argv),
+          dropped,
+        ]);
       } catch (err) {
         if (!isNoScript(err)) throw err;
-        reply = await this.#client.eval(script.source, keys.length, ...keys, ...argv);
+        reply = await Promise.race([
+          this.#client.eval(script.source, keys.length, ...keys, ...argv),
+          dropped,
+        ]);
       }
     } catch (err) {
       throw this.#failure(err);
+    } finally {
+      this.#inFlight.delete(drop!);
     }
     if (!Array.isArray(reply) || reply.length !== items.length) {
       throw new StoreError(`Unexpected batch reply: ${String(reply)}`);
@@ -414,6 +435,17 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       const message = Array.isArray(r) ? String(r[1]) : String(r);
       return { ok: false, error: new StoreError(`Redis call failed: ${message}`) };
     });
+  }
+
+  /**
+   * A connection closed: ioredis drops the commands it had in flight without settling them (with
+   * `autoResendUnfulfilledCommands` off), so their batches fail here, as possibly applied. On a
+   * Cluster any node's close fails every batch in flight, which at worst ends a wait early.
+   */
+  #dropInFlight(): void {
+    const error = new StoreError('Redis connection closed with the call in flight; it may have run');
+    for (const drop of this.#inFlight) drop(error);
+    this.#inFlight.clear();
   }
 
   #failure(err: unknown): TokenleaseError {
