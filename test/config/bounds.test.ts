@@ -9,19 +9,11 @@ import {
   TokenleaseError,
 } from '../../src/index.js';
 import { closeAllClients, redisClient } from '../support/clients.js';
+import { thrown } from '../support/thrown.js';
 
 afterAll(closeAllClients);
 
-/** The typed error `run` throws; fails the test when it throws something else or nothing. */
-function rejection(run: () => unknown): TokenleaseError {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof TokenleaseError) return err;
-    throw err;
-  }
-  throw new Error('accepted');
-}
+const rejection = (run: () => unknown) => thrown(TokenleaseError, run);
 
 const bucket = { b: { algorithm: 'token-bucket', rate: 10 } } as const;
 const slots = (slotTtl: Duration): Record<string, PolicyConfig> => ({

@@ -4,6 +4,7 @@ import { MAX_DURATION_MS, MAX_TIMER_MS } from '../../src/duration.js';
 import { ConfigError, Limiter, type PolicyConfig, RedisStore } from '../../src/index.js';
 import { compilePolicy } from '../../src/policy.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
+import { thrown } from '../support/thrown.js';
 
 afterAll(closeAllClients);
 
@@ -30,15 +31,7 @@ const FIELDS: [field: string, policy: (d: unknown) => PolicyConfig][] = [
   ['lease.ttl', (d) => ({ algorithm: 'concurrency', limit: 10, lease: { ttl: d } }) as PolicyConfig],
 ];
 
-function rejection(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (err) {
-    if (err instanceof ConfigError) return err;
-    throw err;
-  }
-  throw new Error('accepted');
-}
+const rejection = (run: () => unknown) => thrown(ConfigError, run);
 
 describe('durations are validated like rates', () => {
   const absurd = [1e-300, 0.5, 1e13, 1e300, '0.1ms', '100000000d'];

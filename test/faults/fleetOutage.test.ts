@@ -4,11 +4,9 @@
  * store counted before the outage, so the cluster admits about the limit, not the limit once per
  * instance.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Limiter, RedisStore } from '../../src/index.js';
-import { closeAllClients, trackClient } from '../support/clients.js';
-import { type RedisProcess, startRedis } from '../support/redisServer.js';
+import { privateRedis } from '../support/privateRedis.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -18,23 +16,14 @@ const RATE = 100;
 /** Requests per instance and key during the outage: twice the whole limit each. */
 const ASKED = 2 * RATE;
 
-let server: RedisProcess;
-beforeAll(async () => {
-  // Killed by the test: a private server.
-  server = await startRedis();
-});
-afterAll(async () => {
-  await closeAllClients();
-  await server.stop();
-});
+// Killed by the test: a server of its own.
+const redis = privateRedis();
 
 describe('outage admissions with the default expectedInstances', () => {
   it('across 5 instances, about the limit per key, not 5 times it', async () => {
     const instances = await Promise.all(
       Array.from({ length: INSTANCES }, async () => {
-        const client = trackClient(new Redis(server.url));
-        client.on('error', () => {});
-        const store = new RedisStore({ client, timeoutMs: 50 });
+        const store = new RedisStore({ client: redis.client(), timeoutMs: 50 });
         await store.ready();
         // fail: 'local' (the default), expectedInstances left at its default of 1.
         const limiter = new Limiter({
@@ -55,7 +44,7 @@ describe('outage admissions with the default expectedInstances', () => {
     const fleets = instances.map(({ limiter }) => limiter.stats().fleet);
     expect(fleets, 'every instance counted the fleet before the outage').toEqual(fleets.map(() => INSTANCES));
 
-    await server.kill();
+    await redis.server().kill();
     const start = performance.now();
     const admitted = new Map(KEYS.map((k) => [k, { fallback: 0, lease: 0 }]));
     for (let i = 0; i < ASKED; i++) {

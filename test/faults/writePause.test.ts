@@ -2,12 +2,10 @@
  * Issue 13 item 6: a `CLIENT PAUSE … WRITE` must not black a key out. Calls that time out during
  * the pause are still queued in Redis and run when it lifts; each one takes a lease nobody receives.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type Decision, Limiter, type PolicyConfig, RedisStore } from '../../src/index.js';
 import { storageKey } from '../../src/stores/keys.js';
-import { closeAllClients, trackClient } from '../support/clients.js';
-import { type RedisProcess, startRedis } from '../support/redisServer.js';
+import { privateRedis } from '../support/privateRedis.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -18,21 +16,8 @@ const PAUSE_MS = 1000;
 const EVERY_MS = 10;
 const COOL_DOWN_MS = 100;
 
-let server: RedisProcess;
-beforeAll(async () => {
-  // A private server: the pause would stall every other test file on a shared one.
-  server = await startRedis();
-});
-afterAll(async () => {
-  await closeAllClients();
-  await server.stop();
-});
-
-function client(): Redis {
-  const c = trackClient(new Redis(server.url));
-  c.on('error', () => {});
-  return c;
-}
+// A server of its own: the pause would stall every other test file on a shared one.
+const { client } = privateRedis();
 
 interface Sample {
   at: number;
