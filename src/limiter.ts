@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import type { BreakerOptions, BreakerState } from './breaker.js';
+import { ClosingStore } from './closing.js';
 import {
   type Check,
   type Decision,
@@ -73,6 +74,15 @@ export interface LimiterOptions {
    * @default 1
    */
   expectedInstances?: number;
+  /**
+   * Longest `close()` keeps trying to hand leased tokens back to a store that stalls (a write
+   * pause, a slow failover), in ms: a hand-back waits for its answer up to then, and one that was
+   * certainly not sent (breaker open, connection down) is tried again. What is still not back then
+   * is counted in `stats().tokensStranded`. `close()` returns within this plus one `timeoutMs`;
+   * 0 gives each hand-back a single try.
+   * @default 2000
+   */
+  closeTimeoutMs?: number;
   /**
    * Circuit breaker in front of the store.
    * @default { failures: 3, coolDown: '250ms' }
@@ -197,6 +207,18 @@ const FLEET_WINDOW_MS = 10_000;
  * other instance's share too large.
  */
 const MAX_SWEEP_MS = FLEET_WINDOW_MS / 2;
+/** Longest `closeTimeoutMs`: a shutdown that waits longer on a store is better off stranding. */
+const MAX_CLOSE_TIMEOUT_MS = 60_000;
+
+function closeTimeout(value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0 && value <= MAX_CLOSE_TIMEOUT_MS)) {
+    throw new ConfigError(
+      'closeTimeoutMs',
+      `expected a number of ms from 0 to ${MAX_CLOSE_TIMEOUT_MS}, got ${String(value)}`,
+    );
+  }
+  return value;
+}
 
 function sweepInterval(value: unknown): number {
   if (typeof value !== 'number' || !(value >= 0 && value <= MAX_SWEEP_MS)) {
@@ -269,6 +291,8 @@ export class Limiter {
   readonly #sweepMs: number;
   readonly #telemetry: Telemetry;
   readonly #failover: Failover;
+  /** The store as engines see it: from `close()` on, hand-backs keep trying for `closeTimeoutMs`. */
+  readonly #closingStore: ClosingStore;
   readonly #stats: Counters = {
     storeCalls: 0,
     storeErrors: 0,
@@ -336,13 +360,15 @@ export class Limiter {
       onBreaker: (state) => telemetry.breaker(state),
     });
     this.#failover = failover;
+    const closing = new ClosingStore(failover.store, closeTimeout(options.closeTimeoutMs ?? 2000));
+    this.#closingStore = closing;
     this.#instanceId = instanceId;
     const stats = this.#stats;
     const limiter = this;
     const expectedInstances = options.expectedInstances ?? 1;
     let ids = 0;
     this.#ctx = {
-      store: failover.store,
+      store: closing,
       gate,
       now: this.#now,
       stats: this.#stats,
@@ -623,12 +649,13 @@ export class Limiter {
   }
 
   /**
-   * Hands every unused leased token (and leased concurrency slot not in use) back and stops.
-   * Idempotent; the store is left open. Slots still in use stay held until released or expired.
+   * Hands every unused leased token (and leased concurrency slot not in use) back and stops;
+   * while the store stalls it keeps trying for `closeTimeoutMs`. Idempotent; the store is left open. Slots still in use stay held until released or expired.
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       clearInterval(this.#timer);
+      this.#closingStore.closing();
       await this.#settle();
       this.#entries.clear(); // dispose returns each entry's unused tokens
       for (const state of this.#pinned) state.returnUnused('closed');

@@ -11,11 +11,12 @@
  * was never sent and fails as unavailable; one already sent fails as timed out (it may have run,
  * and is never sent again).
  *
- * A key has at most one call in flight. A call timed out is not over: Redis may still run it
- * (a `CLIENT PAUSE … WRITE` holds every call until the pause lifts, then runs them all). So the
- * next call for its key waits for that one's answer, and while a call for the key has timed out
- * unanswered, a new one fails at once as never sent: the fail policy answers it. An outage of any
- * length thus costs a key at most the one call that was in flight per instance. This needs `send`
+ * A key's calls go out one flush at a time: calls for a key with calls in flight wait for their
+ * answer. A call timed out is not over: Redis may still run it (a `CLIENT PAUSE … WRITE` holds
+ * every call until the pause lifts, then runs them all). So while a call for the key has timed
+ * out unanswered, a new one fails at once as never sent: the fail policy answers it. An outage of
+ * any length thus costs a key at most the calls of one flush per instance (one, with the limiter's
+ * single flight per key). This needs `send`
  * to settle only when Redis answers or the connection drops, not at a client-side timeout.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
@@ -28,6 +29,8 @@ export interface BatchItem {
   readonly script: string;
   readonly args: readonly (string | number)[];
   readonly background: boolean;
+  /** This call's timeout in ms, when not the batcher's. */
+  readonly timeoutMs?: number;
   /** Settles the caller with the script's reply or an error. */
   settle(error: unknown, reply?: unknown): void;
 }
@@ -68,8 +71,11 @@ export class Batcher {
   readonly #backgroundGate: LimitFunction;
   #foreground: Pending[] = [];
   #background: Pending[] = [];
-  /** Keys with a call in a batch not yet answered: another call for one waits. */
-  readonly #claimed = new Set<string>();
+  /**
+   * Keys with calls in batches not yet answered, and how many: a later call for one waits. The
+   * calls of one flush for a key go together (a batch runs them one after the other).
+   */
+  readonly #claimed = new Map<string, number>();
   /** Of those, keys whose call timed out: a new call for one fails at once, never sent. */
   readonly #stuck = new Set<string>();
   #immediate: NodeJS.Immediate | undefined;
@@ -104,7 +110,7 @@ export class Batcher {
         clearTimeout(pending.timer);
         item.settle(error, reply);
       },
-      timer: setTimeout(() => this.#expire(pending), this.#options.timeoutMs),
+      timer: setTimeout(() => this.#expire(pending), item.timeoutMs ?? this.#options.timeoutMs),
     };
     if (item.background) this.#background.push(pending);
     else this.#foreground.push(pending);
@@ -145,13 +151,15 @@ export class Batcher {
     this.#foreground = [];
     this.#background = [];
     const groups = new Map<string, Pending[]>();
+    const flushed = new Set<string>();
     for (const p of queued) {
-      if (this.#claimed.has(p.key)) {
-        // Waits for the answer to its key's call in flight (then `#schedule` runs again).
+      if (this.#claimed.has(p.key) && !flushed.has(p.key)) {
+        // Waits for the answer to its key's calls in flight (then `#schedule` runs again).
         (p.background ? this.#background : this.#foreground).push(p);
         continue;
       }
-      this.#claimed.add(p.key);
+      flushed.add(p.key);
+      this.#claimed.set(p.key, (this.#claimed.get(p.key) ?? 0) + 1);
       p.claimed = true;
       const group = this.#options.groupOf(p.key);
       const list = groups.get(group);
@@ -188,26 +196,32 @@ export class Batcher {
     }
   }
 
-  /** The call's key may take another call. */
+  /** The call no longer holds its key; once none does, the key takes calls again. */
   #release(p: Pending): void {
     if (!p.claimed) return;
     p.claimed = false;
+    const left = (this.#claimed.get(p.key) ?? 1) - 1;
+    if (left > 0) {
+      this.#claimed.set(p.key, left);
+      return;
+    }
     this.#claimed.delete(p.key);
     this.#stuck.delete(p.key);
   }
 
   #expire(p: Pending): void {
     if (p.done) return;
+    const timeoutMs = p.timeoutMs ?? this.#options.timeoutMs;
     if (p.sent) {
       this.#stuck.add(p.key);
-      p.settle(new StoreTimeoutError(this.#options.timeoutMs));
+      p.settle(new StoreTimeoutError(timeoutMs));
       return;
     }
     // Claimed but still waiting for a batch slot: it will never be sent, so its key is free.
     this.#release(p);
     p.settle(
       new StoreUnavailableError(
-        `Store call not sent within ${this.#options.timeoutMs} ms (connection not ready or too many calls queued)`,
+        `Store call not sent within ${timeoutMs} ms (connection not ready or too many calls queued)`,
       ),
     );
   }

@@ -372,6 +372,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
         script: op.script,
         args,
         background: options?.background === true,
+        timeoutMs: options?.timeoutMs,
         settle: (error, reply) => (error === undefined ? resolve(reply) : reject(error)),
       });
     }).then((reply) => op.parse(reply));

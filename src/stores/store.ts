@@ -25,8 +25,8 @@ export interface Operation<S, Req, Res> {
  * - A failed or timed-out `run` rejects with a `TokenleaseError`; it is never retried blindly,
  *   because the operation may have been applied. A call that certainly did not run (never sent)
  *   rejects with `StoreUnavailableError`.
- * - `run` settles within the store's timeout from the moment it is called, time spent waiting in
- *   a batch or for the connection included.
+ * - `run` settles within the store's timeout (or the call's `timeoutMs`) from the moment it is
+ *   called, time spent waiting in a batch or for the connection included.
  *
  * The limiter calls `run` only on a lease miss, a lease return or a refill-ahead, never per request
  * (except in exact mode and for the always-exact algorithms); after `close()` it calls `run` only
@@ -41,6 +41,13 @@ export interface RunOptions {
    * @default false
    */
   readonly background?: boolean;
+  /**
+   * Longest wait for this call's answer in ms, in place of the store's own timeout: a limiter
+   * that is closing hands its leases back within its `closeTimeoutMs` rather than giving up on a
+   * stalled store after one call timeout.
+   * @default the store's timeout
+   */
+  readonly timeoutMs?: number;
 }
 
 export interface Store {

@@ -31,6 +31,16 @@ describe('millisecond options have upper bounds (issue 13 follow-up)', () => {
     },
   );
 
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, -1, 60_001, '2000'])(
+    'closeTimeoutMs %s is refused, naming the field and the range',
+    (ms) => {
+      const err = rejection(() => new Limiter({ policies: bucket, closeTimeoutMs: ms as number }));
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err.field).toBe('closeTimeoutMs');
+      expect(err.message).toMatch(/from 0 to 60000/);
+    },
+  );
+
   it.each([0, 1, 500, 5000])('sweepIntervalMs %s is accepted', async (ms) => {
     const limiter = new Limiter({ policies: bucket, sweepIntervalMs: ms });
     expect((await limiter.consume('b', 'k')).allowed).toBe(true);
