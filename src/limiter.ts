@@ -19,6 +19,7 @@ import { Failover } from './failover.js';
 import type { Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
 import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
+import { estimated, readOf } from './peek.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { fleetHeartbeat } from './stores/fleetOps.js';
 import { storageKey } from './stores/keys.js';
@@ -470,6 +471,30 @@ export class Limiter {
       for (const o of outcomes) if (o.decision.allowed) o.refund?.();
       throw failure.reason;
     });
+  }
+
+  /**
+   * What a `consume(policy, key, 1)` would see now, taking nothing: `allowed` says whether it would
+   * pass, `remaining` is what is left before it, `resetMs` and `limit` as a consume reports them.
+   * Answered from the key's local state when that knows better than the store (a held lease),
+   * else by a read-only store call that writes nothing (no key is created). Not counted as a
+   * decision; rejects with the store's error when the store fails (no fail policy applies).
+   * Policies answering `consume()` (not concurrency).
+   */
+  async peek(policy: string, key: string): Promise<Decision> {
+    if (this.#closing) throw new ClosedError('Limiter');
+    const rule = this.#rule(policy, 'policy', 'consume');
+    const k = this.#key(key, 'key');
+    const local = this.#byKey.get(rule)?.get(k)?.estimate?.();
+    if (local !== undefined) return { ...local, source: 'lease' };
+    const read = readOf(rule)!;
+    this.#stats.storeCalls++;
+    const id = storageKey(rule.algorithm, rule.name, k);
+    const e = await this.#failover.store.run(read.op, id, read.req).catch((err: unknown) => {
+      this.#stats.storeErrors++;
+      throw err;
+    });
+    return { ...estimated(rule, k, read.limit, e), source: 'store' };
   }
 
   /**

@@ -12,6 +12,7 @@
  * `lua/fixed_window_sync.lua` (with helpers in `lua/prelude.lua`) is a line-by-line port.
  */
 import { allowanceFrom } from './allowance.js';
+import { type Estimate, unchanged } from './estimate.js';
 import type { Transition } from './tokenBucket.js';
 import {
   grantFrom,
@@ -19,6 +20,7 @@ import {
   settled,
   type WindowAcquireRequest,
   type WindowGrant,
+  type WindowPeekRequest,
   type WindowReleaseRequest,
   type WindowSyncRequest,
   type WindowSyncResult,
@@ -54,7 +56,7 @@ export function windowEnd(index: number, windowMs: number): number {
 }
 
 /** The window a request at `now` counts in; a clock that went backwards stays in the stored window. */
-function current(state: FixedWindowState | undefined, now: number, req: WindowAcquireRequest): number {
+function current(state: FixedWindowState | undefined, now: number, req: WindowPeekRequest): number {
   if (req.firstHit && req.windowMs !== MONTH) {
     return state !== undefined && now < windowEnd(state.window, req.windowMs)
       ? state.window
@@ -75,7 +77,7 @@ interface Counted {
   readonly opens: boolean;
 }
 
-function counted(state: FixedWindowState | undefined, now: number, req: WindowAcquireRequest): Counted {
+function counted(state: FixedWindowState | undefined, now: number, req: WindowPeekRequest): Counted {
   const window = current(state, now, req);
   const stored = state !== undefined && state.window === window;
   const opens = req.firstHit === true && req.windowMs !== MONTH && !stored;
@@ -157,6 +159,21 @@ export function sync(
   // writes it (counting nothing), or the next call would open another.
   if (count === undefined && granted === 0 && !(allowance > 0 && c.opens)) return { state, ttlMs: 0, result };
   return counting(c, c.used + granted, result);
+}
+
+/** What a request of cost 1 would see now, changing nothing (port: `lua/fixed_window_peek.lua`). */
+export function peek(
+  state: FixedWindowState | undefined,
+  now: number,
+  req: WindowPeekRequest,
+): Transition<FixedWindowState, Estimate> {
+  const c = counted(state, now, req);
+  const room = req.limit - c.used;
+  return unchanged(state, {
+    remaining: room,
+    resetMs: c.used > 0 ? c.msLeft : 0,
+    retryMs: room >= 1 ? 0 : c.msLeft,
+  });
 }
 
 /** Hands unused tokens of a slice back to the window they came from; any other window ignores them. */

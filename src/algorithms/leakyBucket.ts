@@ -12,6 +12,7 @@
  *
  * The Lua in `lua/leaky_bucket_reserve.lua` and `lua/leaky_bucket_cancel.lua` is a line-by-line port.
  */
+import { type Estimate, unchanged } from './estimate.js';
 import type { Transition } from './tokenBucket.js';
 
 /** Stored state; an absent bucket is empty (tat <= now). */
@@ -74,6 +75,21 @@ export function reserve(
 }
 
 /** Gives a reservation back (a cancelled wait): the drain ends `cost` units earlier. */
+/**
+ * What a request of cost 1 with no wait (a `consume`) would see now, changing nothing
+ * (port: `lua/leaky_bucket_peek.lua`).
+ */
+export function peek(
+  state: LeakyBucketState | undefined,
+  now: number,
+  shape: LeakyBucketShape,
+): Transition<LeakyBucketState, Estimate> {
+  const backlogMs = state === undefined ? 0 : Math.max(state.tat, now) - now;
+  const retryMs = Math.max(0, backlogMs + drainMs(1, shape) - drainMs(shape.burst, shape));
+  const remaining = shape.burst - (backlogMs * shape.rate) / shape.periodMs;
+  return unchanged(state, { remaining, resetMs: backlogMs, retryMs });
+}
+
 export function cancel(
   state: LeakyBucketState | undefined,
   now: number,

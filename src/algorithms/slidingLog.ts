@@ -13,6 +13,7 @@
  *
  * The Lua in `lua/sliding_log_acquire.lua` and `lua/sliding_log_release.lua` is a line-by-line port.
  */
+import { type Estimate, unchanged } from './estimate.js';
 import type { Transition } from './tokenBucket.js';
 
 export interface LogEntry {
@@ -102,6 +103,30 @@ export function acquire(
     ttlMs: Math.ceil(last.score + req.windowMs - now),
     result: { allowed: true, count: count + req.cost, retryMs: 0, resetMs: last.score + req.windowMs - now },
   };
+}
+
+/** A read of a log (`Limiter.peek`). */
+export type LogPeekRequest = Pick<LogAcquireRequest, 'limit' | 'windowMs'>;
+
+/**
+ * What a request of cost 1 would see now, changing nothing: expired entries are skipped, not
+ * trimmed (port: `lua/sliding_log_peek.lua`).
+ */
+export function peek(
+  state: SlidingLogState | undefined,
+  now: number,
+  req: LogPeekRequest,
+): Transition<SlidingLogState, Estimate> {
+  const entries = trim(state?.entries ?? [], now, req.windowMs);
+  const count = entries.length;
+  const newest = entries[count - 1];
+  // The oldest `count + 1 - limit` entries must leave before one more fits.
+  const blocking = count + 1 > req.limit ? entries[count - req.limit] : undefined;
+  return unchanged(state, {
+    remaining: req.limit - count,
+    resetMs: newest === undefined ? 0 : newest.score + req.windowMs - now,
+    retryMs: blocking === undefined ? 0 : blocking.score + req.windowMs - now,
+  });
 }
 
 /** Removes the entries of an admitted request (a refund of a multi-rule check refused elsewhere). */

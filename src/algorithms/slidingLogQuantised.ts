@@ -11,6 +11,7 @@
  *
  * The Lua in `lua/sliding_log_quantised_acquire.lua` and `..._release.lua` is a line-by-line port.
  */
+import { type Estimate, unchanged } from './estimate.js';
 import type { Transition } from './tokenBucket.js';
 
 /** Stored state: units admitted per bucket (bucket i covers `[i * quantum, (i + 1) * quantum)`). */
@@ -56,7 +57,7 @@ function leavesIn(b: number, now: number, req: { windowMs: number; quantumMs: nu
 function trim(
   state: QuantisedLogState | undefined,
   now: number,
-  req: QuantisedAcquireRequest,
+  req: QuantisedPeekRequest,
 ): QuantisedLogState | undefined {
   if (state === undefined) return undefined;
   const first = Math.floor((now - req.windowMs) / req.quantumMs);
@@ -72,6 +73,31 @@ function trim(
     buckets.delete(b);
   }
   return { oldest: first, newest: state.newest, total, buckets };
+}
+
+/** A read of a quantised log (`Limiter.peek`). */
+export type QuantisedPeekRequest = Pick<QuantisedAcquireRequest, 'limit' | 'windowMs' | 'quantumMs'>;
+
+/**
+ * What a request of cost 1 would see now, changing nothing: buckets that left the window are
+ * skipped, not dropped (port: `lua/sliding_log_quantised_peek.lua`).
+ */
+export function peek(
+  state: QuantisedLogState | undefined,
+  now: number,
+  req: QuantisedPeekRequest,
+): Transition<QuantisedLogState, Estimate> {
+  const s = trim(state, now, req);
+  const count = s?.total ?? 0;
+  let retryMs = 0;
+  if (s !== undefined && count + 1 > req.limit) {
+    let need = count + 1 - req.limit;
+    let b = s.oldest;
+    for (; need > 0; b++) need -= s.buckets.get(b) ?? 0;
+    retryMs = leavesIn(b - 1, now, req);
+  }
+  const resetMs = s !== undefined && count > 0 ? leavesIn(s.newest, now, req) : 0;
+  return unchanged(state, { remaining: req.limit - count, resetMs, retryMs });
 }
 
 export function acquire(

@@ -17,6 +17,7 @@
  * the arithmetic in the same order so both produce identical doubles.
  */
 import { allowanceFrom } from './allowance.js';
+import { type Estimate, unchanged } from './estimate.js';
 import type { Transition } from './tokenBucket.js';
 import {
   grantFrom,
@@ -24,6 +25,7 @@ import {
   settled,
   type WindowAcquireRequest,
   type WindowGrant,
+  type WindowPeekRequest,
   type WindowReleaseRequest,
   type WindowSyncRequest,
   type WindowSyncResult,
@@ -74,7 +76,7 @@ interface Measured {
   readonly msLeft: number;
 }
 
-function measure(s: SlidingWindowState, now: number, req: WindowAcquireRequest): Measured {
+function measure(s: SlidingWindowState, now: number, req: WindowPeekRequest): Measured {
   const end = (s.window + 1) * req.windowMs;
   const opening = (s.previous * (end - now)) / req.windowMs;
   return { end, opening, room: req.limit - (opening + s.current), msLeft: end - now };
@@ -192,6 +194,21 @@ export function sync(
   // Nothing settled and nothing granted writes nothing.
   if (s === rolled && granted === 0) return { state, ttlMs: 0, result };
   return counting(s, granted, m, req, result);
+}
+
+/** What a request of cost 1 would see now, changing nothing (port: `lua/sliding_window_peek.lua`). */
+export function peek(
+  state: SlidingWindowState | undefined,
+  now: number,
+  req: WindowPeekRequest,
+): Transition<SlidingWindowState, Estimate> {
+  const s = roll(state, indexAt(state, now, req.windowMs));
+  const m = measure(s, now, req);
+  return unchanged(state, {
+    remaining: m.room,
+    resetMs: resetIn(s.current, s.previous, now, m.end, req.windowMs),
+    retryMs: m.room >= 1 ? 0 : msUntilRoom(s, now, m.end, { ...req, min: 1 }),
+  });
 }
 
 /**

@@ -16,6 +16,8 @@
  */
 import { allowanceFrom } from './allowance.js';
 
+import { type Estimate, unchanged } from './estimate.js';
+
 /** Stored state of one bucket. An absent bucket is full. */
 export interface TokenBucketState {
   /** Tokens in the bucket at `ts`; negative when leases reach into the future. */
@@ -129,6 +131,18 @@ export function msUntilRoom(
   const missing = req.min - (level + req.ahead);
   if (missing <= 0) return 0;
   return (missing * req.periodMs) / req.rate;
+}
+
+/** What a request of cost 1 would see now, changing nothing (port: `lua/token_bucket_peek.lua`). */
+export function peek(
+  state: TokenBucketState | undefined,
+  now: number,
+  shape: TokenBucketShape,
+): Transition<TokenBucketState, Estimate> {
+  const level = refill(state, now, shape);
+  const resetMs = level >= shape.burst ? 0 : ((shape.burst - level) * shape.periodMs) / shape.rate;
+  const retryMs = level >= 1 ? 0 : ((1 - level) * shape.periodMs) / shape.rate;
+  return unchanged(state, { remaining: level, resetMs, retryMs });
 }
 
 export interface DebitRequest extends TokenBucketShape {

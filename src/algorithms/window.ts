@@ -47,6 +47,9 @@ export interface WindowGrant {
   readonly resetMs: number;
 }
 
+/** A read of a window's state (`Limiter.peek`): what a request of cost 1 would see. */
+export type WindowPeekRequest = Pick<WindowAcquireRequest, 'limit' | 'windowMs' | 'firstHit'>;
+
 export interface WindowReleaseRequest {
   readonly windowMs: number;
   /** The window the tokens were granted in (`WindowGrant.window`). */

@@ -95,6 +95,13 @@ export interface KeyState {
    * allocated for a refund. Undefined (nothing changed) when the store must answer.
    */
   decideLocal?(cost: number, check?: Check): Decision | undefined;
+  /**
+   * The decision a cost-1 consume would see now, changing nothing (`Limiter.peek`): `allowed` says
+   * whether it would pass, `remaining` is what is left before it. Implemented where local state
+   * (a lease, an allowance) knows better than the store, which does not see what this instance
+   * holds; undefined when only the store can tell (then the limiter reads the store).
+   */
+  estimate?(): Decision | undefined;
   /** Shaping algorithms: take a turn up to `maxWaitMs` ahead (`Limiter.reserve`). */
   reserve?(cost: number, maxWaitMs: number | undefined): Promise<Reservation>;
   /** Slot algorithms: hold slots until released (`Limiter.acquire`). */

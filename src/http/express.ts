@@ -104,10 +104,23 @@ export interface ExpressRateLimitOptions
   logger?: Logger;
 }
 
-/** The middleware, with express-rate-limit's `resetKey`. */
+/** What `getKey` reads: express-rate-limit's `ClientRateLimitInfo`. */
+export interface ClientRateLimitInfo {
+  /** Requests counted in the client's current window. */
+  totalHits: number;
+  /** When that window ends. */
+  resetTime: Date | undefined;
+}
+
+/** The middleware, with express-rate-limit's `resetKey` and `getKey`. */
 export type RateLimitRequestHandler = RequestHandler & {
   /** Forgets a client key (what `keyGenerator` returns) in every rule that counts by client alone. */
   resetKey(key: string): Promise<void>;
+  /**
+   * Reads a client key's count without counting anything (`Limiter.peek`): of the rules that
+   * count by client alone, the one with the most hits; undefined when none has counted any.
+   */
+  getKey(key: string): Promise<ClientRateLimitInfo | undefined>;
 };
 
 const DEFAULT_MESSAGE = 'Too many requests, please try again later.';
@@ -217,11 +230,12 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       next(err);
     }
   };
+  const all = () => (cores ? cores.all() : [native!]);
   const resetKey = async (key: string) => {
-    const all = cores ? cores.all() : [native!];
-    await Promise.all(all.map((c) => c.resetKey(key)));
+    await Promise.all(all().map((c) => c.resetKey(key)));
   };
-  return Object.assign(middleware as RequestHandler, { resetKey });
+  const getKey = async (key: string) => mostHits(await Promise.all(all().map((c) => c.getKey(key))));
+  return Object.assign(middleware as RequestHandler, { resetKey, getKey });
 }
 
 export default rateLimit;
@@ -252,6 +266,7 @@ interface BoundCore {
   core: RateLimitCore<Request>;
   limiter: Limiter;
   resetKey(key: string): Promise<void>;
+  getKey(key: string): Promise<ClientRateLimitInfo | undefined>;
 }
 
 function core(o: ExpressRateLimitOptions): BoundCore {
@@ -279,7 +294,23 @@ function core(o: ExpressRateLimitOptions): BoundCore {
     resetKey: async (key) => {
       await Promise.all(resettable.map((r) => limiter.reset(r.policy, buildKey([['client', key]]))));
     },
+    getKey: async (key) => {
+      const now = (o.now ?? Date.now)();
+      const reads = await Promise.all(
+        resettable.map((r) => limiter.peek(r.policy, buildKey([['client', key]]))),
+      );
+      return mostHits(
+        reads.map((d) => ({ totalHits: d.limit - d.remaining, resetTime: new Date(now + d.resetMs) })),
+      );
+    },
   };
+}
+
+/** Of a client's counts, the one with the most hits; undefined when none counted any. */
+function mostHits(infos: readonly (ClientRateLimitInfo | undefined)[]): ClientRateLimitInfo | undefined {
+  let most: ClientRateLimitInfo | undefined;
+  for (const info of infos) if (info && info.totalHits > (most?.totalHits ?? 0)) most = info;
+  return most;
 }
 
 /** express-rate-limit's defaults, and its `windowMs`/`limit` as a policy of a limiter of our own. */

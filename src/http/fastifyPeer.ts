@@ -216,8 +216,11 @@ export class PeerRateLimit {
     };
   }
 
-  /** One decision: @fastify/rate-limit's `applyRateLimit`. */
-  async apply(p: Params, req: FastifyRequest): Promise<RateLimitResult> {
+  /**
+   * One decision: @fastify/rate-limit's `applyRateLimit`. With `increment: false` (a
+   * `createRateLimit()` call's option) it only reads the count, as the plugin's `store.get` does.
+   */
+  async apply(p: Params, req: FastifyRequest, increment = true): Promise<RateLimitResult> {
     // Callbacks see the key as the generator returned it (a number stays a number); it is counted
     // as its string.
     let key: string | number = p.keyGenerator ? await p.keyGenerator(req) : normalizeIP(req.ip, p.ipv6Subnet);
@@ -237,7 +240,11 @@ export class PeerRateLimit {
     const result = { isAllowed: false, key: key as string, max, timeWindow };
     try {
       const scope = groupId ? `group:${groupId}` : p.scope;
-      return { ...result, ...(await this.#count(p, scope, String(key), max, timeWindow)) };
+      const k = String(key);
+      const counted = increment
+        ? await this.#count(p, scope, k, max, timeWindow)
+        : await this.#read(p, scope, k, max, timeWindow);
+      return { ...result, ...counted };
     } catch (err) {
       if (!p.skipOnError) throw err;
       return { ...result, remaining: max, ttl: 0, ttlInSeconds: 0, isExceeded: false, isBanned: false };
@@ -283,6 +290,22 @@ export class PeerRateLimit {
       ttlInSeconds: Math.ceil(ttl / 1000),
       isExceeded: !d.allowed,
       isBanned,
+    };
+  }
+
+  /** What `#count` would answer for the next request, counting nothing (`Limiter.peek`). */
+  async #read(p: Params, scope: string, key: string, max: number, timeWindow: number) {
+    if (max === 0) return this.#count(p, scope, key, max, timeWindow);
+    const limiter = this.#limiterWith(p, scope, max, timeWindow);
+    const d = await limiter.peek(policyName(scope, max, timeWindow), key);
+    const refusals = p.ban === undefined ? 0 : used(await limiter.peek(overName(scope, timeWindow), key));
+    return {
+      remaining: d.remaining,
+      ttl: d.resetMs,
+      ttlInSeconds: Math.ceil(d.resetMs / 1000),
+      // A refusal now: the window is full (under continueExceeding, refilled by the last refusal).
+      isExceeded: !d.allowed,
+      isBanned: p.ban !== undefined && refusals > p.ban,
     };
   }
 
@@ -347,14 +370,8 @@ export async function registerPeer(fastify: FastifyInstance, options: PeerFastif
   if (!fastify.hasDecorator('createRateLimit')) {
     fastify.decorate('createRateLimit', (o?: PeerFastifyOptions) => {
       const p = scoped(o);
-      return (req: FastifyRequest, call?: { increment?: boolean }) => {
-        if (call?.increment === false) {
-          throw new Error(
-            'tokenlease: { increment: false } is not supported: a read that does not count needs a store read',
-          );
-        }
-        return plugin.apply(p, req);
-      };
+      return (req: FastifyRequest, call?: { increment?: boolean }) =>
+        plugin.apply(p, req, call?.increment !== false);
     });
   }
   if (!fastify.hasDecorator('rateLimit')) {

@@ -1,12 +1,15 @@
+import type { Estimate } from '../algorithms/estimate.js';
 import {
   type CancelRequest,
   cancel,
+  type LeakyBucketShape,
   type LeakyBucketState,
+  peek,
   type ReserveRequest,
   type ReserveResult,
   reserve,
 } from '../algorithms/leakyBucket.js';
-import { replyArray, replyNumber } from './reply.js';
+import { parseEstimate, replyArray, replyNumber } from './reply.js';
 import type { Operation } from './store.js';
 
 export const leakyBucketReserve: Operation<LeakyBucketState, ReserveRequest, ReserveResult> = {
@@ -29,4 +32,12 @@ export const leakyBucketCancel: Operation<LeakyBucketState, CancelRequest, null>
   apply: cancel,
   args: (r) => [r.rate, r.periodMs, r.cost],
   parse: () => null,
+};
+
+/** Reads what a request of cost 1 that may not wait would see (`Limiter.peek`); writes nothing. */
+export const leakyBucketPeek: Operation<LeakyBucketState, LeakyBucketShape, Estimate> = {
+  script: 'leaky_bucket_peek',
+  apply: peek,
+  args: (r) => [r.rate, r.periodMs, r.burst],
+  parse: parseEstimate('leaky_bucket_peek'),
 };

@@ -1,6 +1,7 @@
+import type { Estimate } from '../algorithms/estimate.js';
 import * as log from '../algorithms/slidingLog.js';
 import * as quantised from '../algorithms/slidingLogQuantised.js';
-import { replyArray, replyNumber } from './reply.js';
+import { parseEstimate, replyArray, replyNumber } from './reply.js';
 import type { Operation } from './store.js';
 
 export const slidingLogAcquire: Operation<log.SlidingLogState, log.LogAcquireRequest, log.LogAcquireResult> =
@@ -57,4 +58,24 @@ export const quantisedLogRelease: Operation<
   apply: quantised.release,
   args: (r) => [r.bucket, r.cost],
   parse: () => null,
+};
+
+/** Reads what a request of cost 1 would see (`Limiter.peek`); writes nothing. */
+export const slidingLogPeek: Operation<log.SlidingLogState, log.LogPeekRequest, Estimate> = {
+  script: 'sliding_log_peek',
+  apply: log.peek,
+  args: (r) => [r.limit, r.windowMs],
+  parse: parseEstimate('sliding_log_peek'),
+};
+
+/** Reads what a request of cost 1 would see (`Limiter.peek`); writes nothing. */
+export const quantisedLogPeek: Operation<
+  quantised.QuantisedLogState,
+  quantised.QuantisedPeekRequest,
+  Estimate
+> = {
+  script: 'sliding_log_quantised_peek',
+  apply: quantised.peek,
+  args: (r) => [r.limit, r.windowMs, r.quantumMs],
+  parse: parseEstimate('sliding_log_quantised_peek'),
 };

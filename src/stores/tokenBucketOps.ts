@@ -1,18 +1,21 @@
+import type { Estimate } from '../algorithms/estimate.js';
 import {
   type AcquireRequest,
   type AcquireResult,
   acquire,
   type DebitRequest,
   debit,
+  peek,
   type ReleaseRequest,
   release,
   type SyncRequest,
   type SyncResult,
   sync,
+  type TokenBucketShape,
   type TokenBucketState,
 } from '../algorithms/tokenBucket.js';
 import { StoreError } from '../errors.js';
-import { replyArray, replyNumber } from './reply.js';
+import { parseEstimate, replyArray, replyNumber } from './reply.js';
 import type { Operation } from './store.js';
 
 /** A bucket's numbers are always finite: an infinite one means a corrupt reply, not a value. */
@@ -72,4 +75,12 @@ export const tokenBucketSync: Operation<TokenBucketState, SyncRequest, SyncResul
       now: num(r[3], 'now', s),
     };
   },
+};
+
+/** Reads what a request of cost 1 would see (`Limiter.peek`); writes nothing. */
+export const tokenBucketPeek: Operation<TokenBucketState, TokenBucketShape, Estimate> = {
+  script: 'token_bucket_peek',
+  apply: peek,
+  args: (r) => [r.rate, r.periodMs, r.burst],
+  parse: parseEstimate('token_bucket_peek'),
 };

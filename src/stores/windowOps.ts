@@ -1,13 +1,15 @@
+import type { Estimate } from '../algorithms/estimate.js';
 import * as fixed from '../algorithms/fixedWindow.js';
 import * as sliding from '../algorithms/slidingWindow.js';
 import type {
   WindowAcquireRequest,
   WindowGrant,
+  WindowPeekRequest,
   WindowReleaseRequest,
   WindowSyncRequest,
   WindowSyncResult,
 } from '../algorithms/window.js';
-import { replyArray, replyNumber } from './reply.js';
+import { parseEstimate, replyArray, replyNumber } from './reply.js';
 import type { Operation } from './store.js';
 
 function grantOf(r: unknown[], script: string): WindowGrant {
@@ -89,4 +91,20 @@ export const slidingWindowSync: Operation<sliding.SlidingWindowState, WindowSync
   apply: sliding.sync,
   args: (r) => [...acquireArgs(r), ...reportArgs(r)],
   parse: parseSync('sliding_window_sync'),
+};
+
+/** Reads what a request of cost 1 would see (`Limiter.peek`); writes nothing. */
+export const fixedWindowPeek: Operation<fixed.FixedWindowState, WindowPeekRequest, Estimate> = {
+  script: 'fixed_window_peek',
+  apply: fixed.peek,
+  args: (r) => [r.limit, r.windowMs, r.firstHit ? 1 : 0],
+  parse: parseEstimate('fixed_window_peek'),
+};
+
+/** Reads what a request of cost 1 would see (`Limiter.peek`); writes nothing. */
+export const slidingWindowPeek: Operation<sliding.SlidingWindowState, WindowPeekRequest, Estimate> = {
+  script: 'sliding_window_peek',
+  apply: sliding.peek,
+  args: (r) => [r.limit, r.windowMs],
+  parse: parseEstimate('sliding_window_peek'),
 };

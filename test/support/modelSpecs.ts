@@ -8,24 +8,29 @@ import { MONTH } from '../../src/algorithms/fixedWindow.js';
 import type { Operation } from '../../src/index.js';
 import { concurrencyAcquire, concurrencyRelease, concurrencyRenew } from '../../src/stores/concurrencyOps.js';
 import { fleetHeartbeat } from '../../src/stores/fleetOps.js';
-import { leakyBucketCancel, leakyBucketReserve } from '../../src/stores/leakyBucketOps.js';
+import { leakyBucketCancel, leakyBucketPeek, leakyBucketReserve } from '../../src/stores/leakyBucketOps.js';
 import {
   quantisedLogAcquire,
+  quantisedLogPeek,
   quantisedLogRelease,
   slidingLogAcquire,
+  slidingLogPeek,
   slidingLogRelease,
 } from '../../src/stores/slidingLogOps.js';
 import {
   tokenBucketAcquire,
   tokenBucketDebit,
+  tokenBucketPeek,
   tokenBucketRelease,
   tokenBucketSync,
 } from '../../src/stores/tokenBucketOps.js';
 import {
   fixedWindowAcquire,
+  fixedWindowPeek,
   fixedWindowRelease,
   fixedWindowSync,
   slidingWindowAcquire,
+  slidingWindowPeek,
   slidingWindowRelease,
   slidingWindowSync,
 } from '../../src/stores/windowOps.js';
@@ -114,6 +119,7 @@ const tokenBucket: ModelSpec = {
             const req = { ...s, tokens: t };
             return run(`debit ${JSON.stringify(req)}`, tokenBucketDebit, () => req);
           }),
+          fc.constant(run('peek', tokenBucketPeek, () => s)),
           fc
             .record({
               used: fc.oneof(fc.constant(0), tokens),
@@ -140,22 +146,25 @@ interface WindowOps {
   acquire: typeof fixedWindowAcquire;
   release: typeof fixedWindowRelease;
   sync: typeof fixedWindowSync;
+  peek: typeof fixedWindowPeek;
 }
 
 const fixedWindow: WindowOps = {
   acquire: fixedWindowAcquire,
   release: fixedWindowRelease,
   sync: fixedWindowSync,
+  peek: fixedWindowPeek,
 };
 const slidingWindow = {
   acquire: slidingWindowAcquire,
   release: slidingWindowRelease,
   sync: slidingWindowSync,
+  peek: slidingWindowPeek,
 } as unknown as WindowOps;
 
 function windowSpec(
   name: string,
-  { acquire, release, sync }: WindowOps,
+  { acquire, release, sync, peek }: WindowOps,
   windows: number[],
   start: number,
   /** Fixed window anchors to draw from (`firstHit` is ignored by the others). */
@@ -231,6 +240,7 @@ function windowSpec(
                   },
                 ),
               ),
+            fc.constant(run('peek', peek, () => s)),
             // Month windows need days to pass.
             advance(s.windowMs === MONTH ? 20 * 86_400_000 : Math.ceil(s.windowMs * 0.7)),
           ),
@@ -265,6 +275,7 @@ const slidingLog: ModelSpec = {
               return { windowMs: s.windowMs, cost: a.cost, id: a.id };
             }),
           ),
+          fc.constant(run('peek', slidingLogPeek, () => s)),
           advance(Math.ceil(s.windowMs * 0.6)),
         ),
         { maxLength: 40 },
@@ -305,6 +316,7 @@ const quantisedLog: ModelSpec = {
               return { ...shape, bucket: a.bucket, cost: a.cost };
             }),
           ),
+          fc.constant(run('peek', quantisedLogPeek, () => ({ limit, ...shape }))),
           advance(Math.ceil(shape.windowMs * 0.6)),
           // Now and then idle past the whole window (the all-expired shortcut).
           fc.constant<Step>({
@@ -345,6 +357,7 @@ const leakyBucket: ModelSpec = {
             .map((cost) =>
               run(`cancel ${cost}`, leakyBucketCancel, () => ({ rate: s.rate, periodMs: s.periodMs, cost })),
             ),
+          fc.constant(run('peek', leakyBucketPeek, () => s)),
           advance(Math.ceil((s.periodMs / s.rate) * 3)),
         ),
         { maxLength: 40 },

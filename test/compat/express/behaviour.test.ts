@@ -82,6 +82,30 @@ describe('resetKey', () => {
   });
 });
 
+describe('getKey', () => {
+  it('reads the hits and the window end of a client key, counting nothing', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    try {
+      const limiter = rateLimit({ limit: 2, windowMs: 60_000, keyGenerator: () => 'client-9' });
+      const app = createServer(limiter);
+      expect(await limiter.getKey('client-9'), 'an unseen key, as express-rate-limit').toBeUndefined();
+      await request(app).get('/').expect(200);
+      vi.advanceTimersByTime(1000);
+      expect(await limiter.getKey('client-9')).toEqual({ totalHits: 1, resetTime: new Date(1_060_000) });
+      expect(await limiter.getKey('client-9'), 'reading again counts nothing').toMatchObject({
+        totalHits: 1,
+      });
+      await request(app).get('/').expect(200);
+      expect(await limiter.getKey('client-9')).toMatchObject({ totalHits: 2 });
+      await request(app).get('/').expect(429);
+      await limiter.resetKey('client-9');
+      expect(await limiter.getKey('client-9')).toBeUndefined();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe('validation warnings (express-rate-limit codes)', () => {
   it('names an unknown option and the one it probably means', () => {
     const l = logger();

@@ -183,6 +183,21 @@ describe('headers test', () => {
   deliberatelyDifferent(
     'should not send headers for an incorrect draft number',
     'an unknown standardHeaders value throws a ConfigError naming the option at construction',
+    async () => {
+      const app = createServer(
+        rateLimit({
+          windowMs: 2 * 60 * 60 * 1000,
+          limit: 5,
+          // @ts-expect-error Check if the library ignores invalid draft numbers.
+          standardHeaders: 'invalid-draft',
+          validate: { headersDraftVersion: false },
+        }),
+      );
+
+      const response = await request(app).get('/').expect(200, 'Hi there!');
+      expect(response.get('ratelimit')).toBeUndefined();
+      expect(response.get('ratelimit-policy')).toBeUndefined();
+    },
   );
 
   describe('support for stores that do not provide reset time', () => {

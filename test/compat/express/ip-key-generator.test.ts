@@ -42,6 +42,11 @@ describe('ipKeyGenerator', () => {
   deliberatelyDifferent(
     'should return an IPv6 address unchanged with ipv6Subnet set to false',
     'every spelling of one IPv6 address is one key, so it is written canonically (123:4567:…, not 0123:4567:…)',
+    () => {
+      expect(ipKeyGenerator('0123:4567:89ab:cdef:0123:4567:89ab:cdef', false)).toBe(
+        '0123:4567:89ab:cdef:0123:4567:89ab:cdef',
+      );
+    },
   );
 
   it('should apply ipv6Subnet only a true IPv6 address', () => {

@@ -714,6 +714,21 @@ describe('middleware test', () => {
     deliberatelyDifferent(
       'should use the logger instead of the console on validation errors',
       'a bad ipv6Subnet (48.5) throws a ConfigError naming it at construction',
+      async () => {
+        const logger = { error: vi.fn(), warn: vi.fn() };
+        const consoleError = vi.spyOn(console, 'error').mockImplementation(() => {});
+        try {
+          rateLimit({
+            logger,
+            ipv6Subnet: 48.5,
+          });
+
+          expect(console.error).not.toHaveBeenCalled();
+          expect(logger.error).toHaveBeenCalledWith(expect.objectContaining({ code: 'ERR_ERL_IPV6_SUBNET' }));
+        } finally {
+          consoleError.mockRestore();
+        }
+      },
     );
     notApplicable(
       'should use the logger instead of the console when the store throws an error and passOnStoreError is true',

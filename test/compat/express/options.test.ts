@@ -56,10 +56,25 @@ describe('options test', () => {
   deliberatelyDifferent(
     'should not allow an invalid standardHeaders option',
     'an unknown standardHeaders value throws a ConfigError naming the option',
+    async () => {
+      rateLimit({
+        // @ts-expect-error Check if TSC can detect an invalid value for this option. If not, it
+        // will report that this is an unnecessary annotation.
+        standardHeaders: 'not-a-valid-draft',
+      });
+    },
   );
 
   deliberatelyDifferent(
     'should not allow an invalid logger implemenation to be provided',
     'it throws, as a ConfigError naming `logger` (tokenlease reports bad options with one error type), not a TypeError',
+    async () => {
+      expect(() => {
+        rateLimit({
+          // @ts-expect-error Check if the library can detect invalid stores without TSC's help
+          logger: { error: 'invalid logger' },
+        });
+      }).toThrow(TypeError);
+    },
   );
 });

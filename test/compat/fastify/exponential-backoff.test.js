@@ -5,7 +5,7 @@ import assert from 'node:assert';
 import Fastify from 'fastify';
 import { deliberatelyDifferent } from '../notApplicable.js';
 import rateLimit from './mapping.js';
-import { test } from './nodeTest.js';
+import { nodeBody, test } from './nodeTest.js';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -157,4 +157,83 @@ test('Global Exponential Backoff', async () => {
 deliberatelyDifferent(
   'MAx safe Exponential Backoff',
   "a window of '285421 years' is rejected with a ConfigError naming timeWindow (windows are validated like rates, at most about 31 years)",
+  nodeBody(async () => {
+    const fastify = Fastify();
+
+    // Register rate limit plugin with exponentialBackoff set to true in routeConfig
+    await fastify.register(rateLimit, { max: 2, timeWindow: 500, exponentialBackoff: true });
+
+    fastify.get(
+      '/expoential-backoff-global',
+      {
+        config: {
+          rateLimit: {
+            max: 2,
+            timeWindow: '285421 years',
+          },
+        },
+      },
+      async () => 'exponential backoff applied!',
+    );
+
+    // Test
+    let res;
+    res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+    assert.deepStrictEqual(res.statusCode, 200);
+    assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+    assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '1');
+
+    res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+    assert.deepStrictEqual(res.statusCode, 200);
+    assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+    assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '0');
+
+    res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+    assert.deepStrictEqual(res.statusCode, 429);
+    assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+    assert.deepStrictEqual(
+      {
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: 'Rate limit exceeded, retry in 285421 years',
+      },
+      JSON.parse(res.payload),
+    );
+
+    res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+    assert.deepStrictEqual(res.statusCode, 429);
+    assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+    assert.deepStrictEqual(
+      {
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: 'Rate limit exceeded, retry in 285421 years',
+      },
+      JSON.parse(res.payload),
+    );
+
+    res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+    assert.deepStrictEqual(res.statusCode, 429);
+    assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+    assert.deepStrictEqual(
+      {
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: 'Rate limit exceeded, retry in 285421 years',
+      },
+      JSON.parse(res.payload),
+    );
+
+    res = await fastify.inject({ url: '/expoential-backoff-global', method: 'GET' });
+    assert.deepStrictEqual(res.statusCode, 429);
+    assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+    assert.deepStrictEqual(
+      {
+        statusCode: 429,
+        error: 'Too Many Requests',
+        message: 'Rate limit exceeded, retry in 285421 years',
+      },
+      JSON.parse(res.payload),
+    );
+  }),
 );

@@ -22,7 +22,12 @@ export function test(name: string, options: Body | { skip?: boolean }, body?: Bo
     it.skip(`${name} [skipped upstream]`, () => {});
     return;
   }
-  it(name, async () => {
+  it(name, nodeBody(fn));
+}
+
+/** A node:test body as a vitest body: plans checked, `t.after` cleanups run. */
+export function nodeBody(fn: Body): () => Promise<void> {
+  return async () => {
     let planned: number | undefined;
     let count = 0;
     const cleanups: (() => unknown)[] = [];
@@ -51,7 +56,7 @@ export function test(name: string, options: Body | { skip?: boolean }, body?: Bo
     } finally {
       for (const cleanup of cleanups) await cleanup();
     }
-  });
+  };
 }
 
 /** node:test's mock.timers: `enable(now)` fakes timers and Date from `now`. */

@@ -5,9 +5,9 @@ import Fastify from 'fastify';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { startRedis } from '../../support/redisServer.js';
-import { deliberatelyDifferent, notYetSupported } from '../notApplicable.js';
+import { deliberatelyDifferent } from '../notApplicable.js';
 import rateLimit from './mapping.js';
-import { describe, test } from './nodeTest.js';
+import { describe, nodeBody, test } from './nodeTest.js';
 
 // The one change to the tests' own code: their Redis runs on a private server (they FLUSHALL it),
 // so `new Redis({ host: REDIS_HOST })` connects to its port.
@@ -142,11 +142,74 @@ describe('Global rate limit', () => {
   deliberatelyDifferent(
     'Skip on redis error',
     "the store's failure is decided by the policy's fail mode (default 'local': this instance's share of the limit from memory), not passed to the request; and the RedisStore runs on its own connection (a duplicate of the client), so quitting the test's client does not fail it",
+    nodeBody(async (t) => {
+      t.plan(9);
+      const fastify = Fastify();
+      const redis = await new Redis({ host: REDIS_HOST, port: server.port });
+      await fastify.register(rateLimit, {
+        max: 2,
+        timeWindow: 1000,
+        redis,
+        skipOnError: true,
+      });
+
+      fastify.get('/', async () => 'hello!');
+
+      let res;
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '1');
+
+      await redis.flushall();
+      await redis.quit();
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '2');
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '2');
+    }),
   );
 
   deliberatelyDifferent(
     'Throw on redis error',
     "the store's failure is decided by the policy's fail mode (default 'local': this instance's share of the limit from memory), not passed to the request; and the RedisStore runs on its own connection (a duplicate of the client), so quitting the test's client does not fail it",
+    nodeBody(async (t) => {
+      t.plan(5);
+      const fastify = Fastify();
+      const redis = await new Redis({ host: REDIS_HOST, port: server.port });
+      await fastify.register(rateLimit, {
+        max: 2,
+        timeWindow: 1000,
+        redis,
+        skipOnError: false,
+      });
+
+      fastify.get('/', async () => 'hello!');
+
+      let res;
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '1');
+
+      await redis.flushall();
+      await redis.quit();
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 500);
+      t.assert.deepStrictEqual(
+        res.body,
+        '{"statusCode":500,"error":"Internal Server Error","message":"Connection is closed."}',
+      );
+    }),
   );
 
   test('When continue exceeding is on (Redis)', async (t) => {
@@ -371,14 +434,76 @@ describe('Global rate limit', () => {
     await redis.quit();
   });
 
-  notYetSupported(
-    'With { increment: false } it reads the state without consuming it',
-    "{ increment: false } needs a read of a key's state that counts nothing; tokenlease's Limiter has no read yet",
-  );
+  test('With { increment: false } it reads the state without consuming it', async (t) => {
+    t.plan(5);
+    const fastify = Fastify();
+    const redis = await new Redis({ host: REDIS_HOST, port: server.port });
+    await redis.flushall();
+    await fastify.register(rateLimit, {
+      global: false,
+      max: 2,
+      timeWindow: 1000,
+      redis,
+    });
 
-  notYetSupported(
+    const checkRateLimit = fastify.createRateLimit();
+
+    fastify.get('/peek', async (req) => checkRateLimit(req, { increment: false }));
+    fastify.get('/consume', async (req) => checkRateLimit(req));
+
+    let res;
+
+    // Peek before any request: clean state, nothing consumed
+    res = await fastify.inject('/peek');
+    t.assert.deepStrictEqual(res.json().remaining, 2);
+
+    // Consume one request
+    res = await fastify.inject('/consume');
+    t.assert.deepStrictEqual(res.json().remaining, 1);
+
+    // Peek again: reads the active window without consuming (remaining stays 1)
+    res = await fastify.inject('/peek');
+    t.assert.deepStrictEqual(res.json().remaining, 1);
+
+    // Consume again: the limit is now reached
+    res = await fastify.inject('/consume');
+    t.assert.deepStrictEqual(res.json().remaining, 0);
+
+    // Peek once more: still 0, state was not mutated
+    res = await fastify.inject('/peek');
+    t.assert.deepStrictEqual(res.json().remaining, 0);
+
+    await redis.flushall();
+    await redis.quit();
+  });
+
+  deliberatelyDifferent(
     'With { increment: false } it throws on redis error',
-    "{ increment: false } needs a read of a key's state that counts nothing; tokenlease's Limiter has no read yet",
+    "the read goes to the RedisStore's own connection (a duplicate of the client), so quitting the test's client does not fail it: the peek answers 200",
+    nodeBody(async (t) => {
+      t.plan(2);
+      const fastify = Fastify();
+      const redis = await new Redis({ host: REDIS_HOST, port: server.port });
+      await fastify.register(rateLimit, {
+        global: false,
+        max: 2,
+        timeWindow: 1000,
+        redis,
+      });
+
+      const checkRateLimit = fastify.createRateLimit();
+      fastify.get('/peek', async (req) => checkRateLimit(req, { increment: false }));
+
+      await redis.flushall();
+      await redis.quit();
+
+      const res = await fastify.inject('/peek');
+      t.assert.deepStrictEqual(res.statusCode, 500);
+      t.assert.deepStrictEqual(
+        res.body,
+        '{"statusCode":500,"error":"Internal Server Error","message":"Connection is closed."}',
+      );
+    }),
   );
 });
 
@@ -454,11 +579,95 @@ describe('Route rate limit', () => {
   deliberatelyDifferent(
     'Throw on redis error',
     "the store's failure is decided by the policy's fail mode (default 'local': this instance's share of the limit from memory), not passed to the request; and the RedisStore runs on its own connection (a duplicate of the client), so quitting the test's client does not fail it",
+    nodeBody(async (t) => {
+      t.plan(6);
+      const fastify = Fastify();
+      const redis = new Redis({ host: REDIS_HOST, port: server.port });
+      await fastify.register(rateLimit, {
+        redis,
+        global: false,
+      });
+
+      fastify.get(
+        '/',
+        {
+          config: {
+            rateLimit: {
+              max: 2,
+              timeWindow: 1000,
+              skipOnError: false,
+            },
+          },
+        },
+        async () => 'hello!',
+      );
+
+      let res;
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '1');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-reset'], '1');
+
+      await redis.flushall();
+      await redis.quit();
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 500);
+      t.assert.deepStrictEqual(
+        res.body,
+        '{"statusCode":500,"error":"Internal Server Error","message":"Connection is closed."}',
+      );
+    }),
   );
 
   deliberatelyDifferent(
     'Skip on redis error',
     "the store's failure is decided by the policy's fail mode (default 'local': this instance's share of the limit from memory), not passed to the request; and the RedisStore runs on its own connection (a duplicate of the client), so quitting the test's client does not fail it",
+    nodeBody(async (t) => {
+      t.plan(9);
+      const fastify = Fastify();
+      const redis = new Redis({ host: REDIS_HOST, port: server.port });
+      await fastify.register(rateLimit, {
+        redis,
+        global: false,
+      });
+
+      fastify.get(
+        '/',
+        {
+          config: {
+            rateLimit: {
+              max: 2,
+              timeWindow: 1000,
+              skipOnError: true,
+            },
+          },
+        },
+        async () => 'hello!',
+      );
+
+      let res;
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '1');
+
+      await redis.flushall();
+      await redis.quit();
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '2');
+
+      res = await fastify.inject('/');
+      t.assert.deepStrictEqual(res.statusCode, 200);
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-limit'], '2');
+      t.assert.deepStrictEqual(res.headers['x-ratelimit-remaining'], '2');
+    }),
   );
 
   test('When continue exceeding is on (Redis)', async (t) => {
