@@ -326,8 +326,13 @@ function progressBar(stderr: Io['stderr']): {
 /** ioredis is an optional peer dependency: loaded only for `--redis`. */
 const loadIoredis = () => import('ioredis');
 
-/** A Redis client for `--redis`, or a UsageError saying why there is none. */
-async function connect(url: string): Promise<{ client: import('ioredis').Redis; close(): void }> {
+type Client = import('ioredis').Redis | import('ioredis').Cluster;
+
+/**
+ * A Redis client for `--redis`, or a UsageError saying why there is none. The URL may name any node
+ * of a Redis Cluster: the client is then a Cluster client seeded with that node.
+ */
+async function connect(url: string): Promise<{ client: Client; cluster: boolean; close(): void }> {
   let ioredis: Awaited<ReturnType<typeof loadIoredis>>;
   try {
     ioredis = await loadIoredis();
@@ -366,7 +371,30 @@ async function connect(url: string): Promise<{ client: import('ioredis').Redis; 
           : cause.message;
     throw new UsageError(`--redis: cannot connect to ${url} (${why})`);
   }
-  return { client, close: () => client.disconnect() };
+  const info = await client.info('cluster').catch(() => '');
+  if (!/^cluster_enabled:1/m.test(info)) return { client, cluster: false, close: () => client.disconnect() };
+  const { host, port, username, password, tls } = client.options;
+  client.disconnect();
+  const cluster = new ioredis.Cluster([{ host, port }], {
+    // The settings RedisStore runs a Cluster with, so it needs no duplicate of its own.
+    enableOfflineQueue: false,
+    retryDelayOnFailover: 0,
+    lazyConnect: true,
+    clusterRetryStrategy: () => null,
+    redisOptions: { ...options, username, password, tls },
+  });
+  cluster.on('error', (err: Error) => {
+    lastError = err;
+  });
+  try {
+    await cluster.connect();
+  } catch (err) {
+    cluster.disconnect();
+    throw new UsageError(
+      `--redis: cannot connect to the cluster of ${url} (${(lastError ?? (err as Error)).message})`,
+    );
+  }
+  return { client: cluster, cluster: true, close: () => cluster.disconnect() };
 }
 
 /** Where the CLI writes; `process` in production, buffers in tests. */
@@ -480,7 +508,7 @@ async function main(argv: string[], io: Io, program: string): Promise<number> {
     redis?.close();
   }
 
-  const store = redis ? `redis ${options.redis}` : 'MemoryStore';
+  const store = redis ? `redis ${redis.cluster ? 'cluster ' : ''}${options.redis}` : 'MemoryStore';
   const fleets = options.fleet ? fleetReports(reports) : [];
   if (options.json) {
     io.stdout.write(`${JSON.stringify({ store, reports, fleets }, null, 2)}\n`);

@@ -160,13 +160,16 @@ function isSafe(client: Client): boolean {
  */
 function safeClient(client: Client): { client: Client; owned: boolean } {
   if (isSafe(client)) return { client, owned: false };
+  // A duplicate connects now even when the client was made with `lazyConnect`: it would otherwise
+  // wait for a first command, which the store never sends before a connection is up.
   const duplicate = isCluster(client)
     ? client.duplicate([], {
         ...SAFE_CLUSTER,
+        lazyConnect: false,
         clusterRetryStrategy: reconnectDelay,
         redisOptions: { ...client.options.redisOptions, ...SAFE_NODE },
       })
-    : client.duplicate({ ...SAFE_NODE, retryStrategy: reconnectDelay });
+    : client.duplicate({ ...SAFE_NODE, lazyConnect: false, retryStrategy: reconnectDelay });
   // Connection errors surface as rejected calls; an unhandled 'error' event would crash the process.
   duplicate.on('error', () => {});
   return { client: duplicate, owned: true };
@@ -277,6 +280,9 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       for (const node of client.nodes('all')) node.on('close', dropped);
       client.on('+node', (node: Redis) => node.on('close', dropped));
     }
+    // A client made with `lazyConnect` connects on its first command, and the store sends none
+    // before a connection is up: without this, `ready()` would wait forever and every call time out.
+    if (client.status === 'wait') client.connect().catch(() => {});
     const warn = options.onWarning ?? console.warn;
     if (client.status === 'ready') void this.#checkEviction(warn);
     else client.once('ready', () => void this.#checkEviction(warn));

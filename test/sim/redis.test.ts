@@ -51,3 +51,25 @@ describe('npm run sim -- --redis', () => {
     ).toBe(true);
   });
 });
+
+describe('npm run sim -- --redis on a Redis Cluster', () => {
+  it('runs a scenario when the URL names one node of a cluster (it hung in ready() before)', async () => {
+    const node = inject('clusterNodes')[0]!;
+    const url = `redis://${node.host}:${node.port}`;
+    const r = await simInProcess([
+      '--scenario',
+      'near-limit',
+      '--duration',
+      '5s',
+      '--redis',
+      url,
+      '--prefix',
+      uniquePrefix('sim-cluster'),
+      '--json',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const { store, reports } = JSON.parse(r.stdout);
+    expect(store).toBe(`redis cluster ${url}`);
+    expect(reports[0].summary.storeCalls, 'the cluster went to Redis').toBeGreaterThan(10);
+  });
+});
