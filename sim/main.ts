@@ -57,7 +57,8 @@ Fleet:
                       (log: the log's instance column; the default with --traffic when it has one)
 Run:
   --seed N            seed for every random choice (default: each scenario's own, 1)
-  --redis URL         run against a real redis-server (redis://host:port); needs ioredis installed
+  --redis URL         run against a real redis-server (redis://host:port), or the Redis Cluster that
+                      node belongs to; needs ioredis installed
   --prefix P          key prefix on Redis (default: a fresh one per run)
   --json              print the reports as JSON instead of the table
   --out FILE          also write a self-contained HTML report with plots
