@@ -485,7 +485,10 @@ export class Limiter {
     if (this.#closing) throw new ClosedError('Limiter');
     const rule = this.#rule(policy, 'policy', 'consume');
     const k = this.#key(key, 'key');
-    const local = this.#byKey.get(rule)?.get(k)?.estimate?.();
+    // An exact policy holds nothing here: its local state only remembers the last answer, and the
+    // store knows better.
+    const exact = 'exact' in rule && rule.exact;
+    const local = exact ? undefined : this.#byKey.get(rule)?.get(k)?.estimate?.();
     if (local !== undefined) return { ...local, source: 'lease' };
     const read = readOf(rule)!;
     this.#stats.storeCalls++;

@@ -83,6 +83,22 @@ describe.each(['memory', 'redis'] as const)('Limiter.peek on %s', (kind) => {
     });
   }
 
+  it('a leased key holding tokens is read from its local state, without a store call', async () => {
+    const { limiter, store } = setup(kind);
+    limiter.setPolicies({
+      ...policies,
+      leased: { algorithm: 'token-bucket', rate: 1, period: '1m', burst: 100 },
+    });
+    expect((await limiter.consume('leased', 'k')).allowed).toBe(true);
+    const calls = limiter.stats().storeCalls;
+    const read = await limiter.peek('leased', 'k');
+    expect(read.source, 'answered by the lease core').toBe('lease');
+    expect(limiter.stats().storeCalls, 'no store call').toBe(calls);
+    expect(read).toMatchObject({ allowed: true, limit: 100, remaining: 99 });
+    await limiter.close();
+    await store.close();
+  });
+
   it('rejects a concurrency policy and unknown policies with ArgumentError naming the field', async () => {
     const { limiter, store } = setup(kind);
     await expect(limiter.peek('slots', 'k')).rejects.toThrow(ArgumentError);
