@@ -55,17 +55,3 @@ export interface Check {
    */
   shadow?: boolean;
 }
-
-/** Of several allowed decisions, the one closest to its limit. */
-export function tightest(decisions: readonly Decision[]): Decision {
-  let best = decisions[0]!;
-  for (const d of decisions) if (d.remaining / d.limit < best.remaining / best.limit) best = d;
-  return best;
-}
-
-/** Of several denied decisions, the one that frees up last. */
-export function latestRetry(decisions: readonly Decision[]): Decision {
-  let best = decisions[0]!;
-  for (const d of decisions) if (d.retryAfterMs > best.retryAfterMs) best = d;
-  return best;
-}

@@ -3,14 +3,7 @@ import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import type { BreakerOptions, BreakerState } from './breaker.js';
 import { ClosingStore } from './closing.js';
-import {
-  type Check,
-  type Decision,
-  latestRetry,
-  type Reservation,
-  type SlotHandle,
-  tightest,
-} from './decision.js';
+import type { Check, Decision, Reservation, SlotHandle } from './decision.js';
 import { MAX_TIMER_MS } from './duration.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
@@ -169,17 +162,62 @@ function checkCost(cost: unknown, field: string, rule: Rule): number {
  * time since. Intervals (denial memory, lease expiry, breaker cool-down) survive NTP steps.
  */
 function monotonicNow(): number {
-  return performance.timeOrigin + performance.now();
+  return TIME_ORIGIN + performance.now();
 }
 
-/** A multi-rule decision: allowed if every rule allowed, else the allowed ones are refunded. */
+/** Read once: `performance.timeOrigin` is a getter that does work on every read. */
+const TIME_ORIGIN = performance.timeOrigin;
+
+/**
+ * A multi-rule decision: allowed if every rule allowed (reporting the rule closest to its limit),
+ * else the allowed ones are refunded (reporting the denied rule that frees up last). One pass, no
+ * intermediate arrays: this runs for every multi-rule request.
+ */
 function allOrNothing(outcomes: readonly Consumed[]): Decision {
-  const decisions = outcomes.map((o) => o.decision);
-  const denied = decisions.filter((d) => !d.allowed);
-  if (denied.length === 0) return { ...tightest(decisions), checks: decisions };
+  const checks: Decision[] = new Array(outcomes.length);
+  let tight: Decision | undefined;
+  let latest: Decision | undefined;
+  for (let i = 0; i < outcomes.length; i++) {
+    const d = outcomes[i]!.decision;
+    checks[i] = d;
+    if (!d.allowed) {
+      if (latest === undefined || d.retryAfterMs > latest.retryAfterMs) latest = d;
+    } else if (tight === undefined || d.remaining / d.limit < tight.remaining / tight.limit) tight = d;
+  }
+  if (latest === undefined) return withChecks(tight!, checks);
   // The allowed rules are refunded, so each reports what is left after the refund.
-  const each = outcomes.map((o) => (o.decision.allowed && o.refund ? o.refund() : o.decision));
-  return { ...latestRetry(denied), checks: each };
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i]!;
+    if (o.decision.allowed && o.refund) checks[i] = o.refund();
+  }
+  return withChecks(latest, checks);
+}
+
+/**
+ * `decision` with the rules' own decisions. Fields listed, not spread: a spread of a decision took
+ * the generic copy path and cost more than the rest of a multi-rule lease hit together.
+ */
+function withChecks(decision: Decision, checks: readonly Decision[]): Decision {
+  return {
+    allowed: decision.allowed,
+    policy: decision.policy,
+    key: decision.key,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    resetMs: decision.resetMs,
+    retryAfterMs: decision.retryAfterMs,
+    source: decision.source,
+    checks,
+  };
+}
+
+/** A single-check consume's answer: the decision, listing itself as its one check. */
+function alone(decision: Decision): Decision {
+  return withChecks(decision, [decision]);
+}
+
+function aloneOf(consumed: Consumed): Decision {
+  return alone(consumed.decision);
 }
 
 function decisionOf(consumed: Consumed): Decision {
@@ -197,6 +235,30 @@ function positiveInteger(value: unknown, field: string): number {
 const ANSWERS = new Map<string, ReadonlySet<Method>>(
   Object.entries(ENGINES).map(([algorithm, engine]) => [algorithm, new Set<Method>(engine.methods)]),
 );
+
+interface CheckFields {
+  policy: string;
+  key: string;
+  cost: string;
+}
+
+/** Field names of `checks[i]` for errors, built once for the first indexes rather than per call. */
+const CHECK_FIELDS: CheckFields[] = [];
+
+function checkFields(i: number): CheckFields {
+  const cached = CHECK_FIELDS[i];
+  if (cached !== undefined) return cached;
+  const fields = { policy: `checks[${i}].policy`, key: `checks[${i}].key`, cost: `checks[${i}].cost` };
+  if (i < 16) CHECK_FIELDS[i] = fields;
+  return fields;
+}
+
+/** The rules whose algorithm answers `consume`, by name. */
+function consumable(rules: ReadonlyMap<string, Rule>): Map<string, Rule> {
+  const out = new Map<string, Rule>();
+  for (const [name, rule] of rules) if (ANSWERS.get(rule.algorithm)?.has('consume')) out.set(name, rule);
+  return out;
+}
 
 /** How often an instance tells the store it is alive, in ms of the limiter's clock. */
 const HEARTBEAT_MS = 2000;
@@ -271,6 +333,8 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
  */
 export class Limiter {
   #rules: Map<string, Rule>;
+  /** The rules `consume` answers, by name: the hot path finds and checks a rule in one lookup. */
+  #consumable: Map<string, Rule>;
   readonly #now: () => number;
   readonly #entries: LRUCache<string, KeyState>;
   /** Evicted states that still hold something needing upkeep (held concurrency slots). */
@@ -284,7 +348,9 @@ export class Limiter {
    * The state looked up last. A hot key asked again skips building its storage key and the LRU
    * lookup; it is already the most recently used entry, so recency stays right.
    */
-  #last: { rule: Rule; key: string; state: KeyState } | undefined;
+  #lastRule: Rule | undefined;
+  #lastKey = '';
+  #lastState: KeyState | undefined;
   readonly #pending = new Set<Promise<unknown>>();
   /** Storage keys being reset: their disposal hands nothing back. */
   readonly #forgetting = new Set<string>();
@@ -319,6 +385,7 @@ export class Limiter {
       throw new ConfigError('now', 'expected a function returning milliseconds');
     }
     this.#rules = compilePolicies(options.policies);
+    this.#consumable = consumable(this.#rules);
     this.#now = options.now ?? monotonicNow;
     // The embedded store keeps wall time (calendar windows) unless a clock was given.
     const store = options.store ?? new MemoryStore(options.now ? { now: options.now } : {});
@@ -329,7 +396,10 @@ export class Limiter {
     this.#entries = new LRUCache<string, KeyState>({
       max: maxKeys,
       dispose: (state, id, reason) => {
-        if (state === this.#last?.state) this.#last = undefined;
+        if (state === this.#lastState) {
+          this.#lastRule = undefined;
+          this.#lastState = undefined;
+        }
         const keys = this.#byKey.get(state.rule);
         if (keys?.get(state.key) === state) keys.delete(state.key);
         // A reset key's leased tokens belong to the state being deleted: nothing to hand back.
@@ -431,9 +501,15 @@ export class Limiter {
     }
   }
 
-  #consumeAll(policyOrChecks: readonly Check[]): Promise<Decision> {
-    if (policyOrChecks.length === 0) throw new ArgumentError('checks', 'expected at least one check');
-    const checks = policyOrChecks.map((c, i) => {
+  #consumeAll(checks: readonly Check[]): Promise<Decision> {
+    const n = checks.length;
+    if (n === 0) throw new ArgumentError('checks', 'expected at least one check');
+    // Every check is validated before any takes a token.
+    const rules: Rule[] = new Array(n);
+    const keys: string[] = new Array(n);
+    const costs: number[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const c = checks[i];
       if (typeof c !== 'object' || c === null)
         throw new ArgumentError(`checks[${i}]`, 'expected { policy, key, cost? }');
       if (c.route !== undefined && typeof c.route !== 'string') {
@@ -442,33 +518,39 @@ export class Limiter {
       if (c.shadow !== undefined && typeof c.shadow !== 'boolean') {
         throw new ArgumentError(`checks[${i}].shadow`, `expected a boolean, got ${typeof c.shadow}`);
       }
-      const rule = this.#rule(c.policy, `checks[${i}].policy`, 'consume');
-      return {
-        rule,
-        key: this.#key(c.key, `checks[${i}].key`),
-        cost: checkCost(c.cost ?? 1, `checks[${i}].cost`, rule),
-        check: c,
-      };
-    });
-    const only = checks.length === 1 ? checks[0]! : undefined;
-    if (only) {
-      // One check (an HTTP adapter's single rule, with its route for observers): nothing to refund.
-      const decision = this.#entry(only.rule, only.key).decideLocal?.(only.cost, only.check);
-      if (decision !== undefined) {
-        this.#stats.decisions++;
-        return Promise.resolve({ ...decision, checks: [decision] });
-      }
+      const field = checkFields(i);
+      const rule = this.#rule(c.policy, field.policy, 'consume');
+      rules[i] = rule;
+      keys[i] = this.#key(c.key, field.key);
+      costs[i] = checkCost(c.cost ?? 1, field.cost, rule);
     }
-    const pending = checks.map((c) => this.#check(c.rule, c.key, c.cost, c.check));
+    if (n === 1) {
+      // One check (an HTTP adapter's single rule, with its route for observers): nothing to refund.
+      this.#stats.decisions++;
+      const state = this.#entry(rules[0]!, keys[0]!);
+      const decision = state.decideLocal?.(costs[0]!, checks[0]);
+      if (decision !== undefined) return Promise.resolve(alone(decision));
+      return this.#checkStore(state, rules[0]!, keys[0]!, costs[0]!, checks[0]).then(aloneOf);
+    }
+    const outcomes: (Consumed | Promise<Consumed>)[] = new Array(n);
+    let waits = false;
+    for (let i = 0; i < n; i++) {
+      const outcome = this.#check(rules[i]!, keys[i]!, costs[i]!, checks[i]);
+      outcomes[i] = outcome;
+      if (outcome instanceof Promise) waits = true;
+    }
     // All answered from local state: no promise to wait for.
-    if (!pending.some((p) => p instanceof Promise))
-      return Promise.resolve(allOrNothing(pending as Consumed[]));
-    return Promise.allSettled(pending).then((settled) => {
-      const outcomes = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
-      const failure = settled.find((s) => s.status === 'rejected');
-      if (failure === undefined) return allOrNothing(outcomes);
+    if (!waits) return Promise.resolve(allOrNothing(outcomes as Consumed[]));
+    return Promise.allSettled(outcomes).then((settled) => {
+      const answered: Consumed[] = [];
+      let failure: PromiseRejectedResult | undefined;
+      for (const s of settled) {
+        if (s.status === 'fulfilled') answered.push(s.value);
+        else failure ??= s;
+      }
+      if (failure === undefined) return allOrNothing(answered);
       // The allowed rules are refunded before the failure surfaces.
-      for (const o of outcomes) if (o.decision.allowed) o.refund?.();
+      for (const o of answered) if (o.decision.allowed) o.refund?.();
       throw failure.reason;
     });
   }
@@ -568,6 +650,7 @@ export class Limiter {
       if (fresh && JSON.stringify(fresh) === JSON.stringify(rule)) next.set(name, rule);
     }
     this.#rules = next;
+    this.#consumable = consumable(next);
     for (const rule of this.#byKey.keys()) if (next.get(rule.name) !== rule) this.#byKey.delete(rule);
     const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
     for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
@@ -701,6 +784,10 @@ export class Limiter {
 
   /** The rule named `name`; with `method`, one whose algorithm answers that method. */
   #rule(name: unknown, field: string, method?: Method): Rule {
+    if (method === 'consume') {
+      const rule = this.#consumable.get(name as string);
+      if (rule !== undefined) return rule;
+    }
     const rule = typeof name === 'string' ? this.#rules.get(name) : undefined;
     if (!rule) {
       const known = [...this.#rules.keys()].map((k) => JSON.stringify(k)).join(', ');
@@ -722,8 +809,7 @@ export class Limiter {
   }
 
   #entry(rule: Rule, key: string): KeyState {
-    const last = this.#last;
-    if (last !== undefined && last.rule === rule && last.key === key) return last.state;
+    if (this.#lastRule === rule && this.#lastKey === key) return this.#lastState!;
     let keys = this.#byKey.get(rule);
     if (!keys) {
       keys = new Map();
@@ -738,7 +824,10 @@ export class Limiter {
       this.#entries.set(id, state);
       keys.set(key, state);
     }
-    this.#last = { rule, key, state };
+    // Three fields, not one object: a lookup that changes key allocates nothing.
+    this.#lastRule = rule;
+    this.#lastKey = key;
+    this.#lastState = state;
     return state;
   }
 
