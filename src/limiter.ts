@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
+import { windowIndex } from './algorithms/fixedWindow.js';
 import type { BreakerOptions, BreakerState } from './breaker.js';
 import { ClosingStore } from './closing.js';
 import type { Check, Decision, Reservation, SlotHandle } from './decision.js';
@@ -352,6 +353,8 @@ export class Limiter {
   #lastKey = '';
   #lastState: KeyState | undefined;
   readonly #pending = new Set<Promise<unknown>>();
+  /** `describe`'s answers by rule, with the window each holds for. */
+  readonly #described = new Map<Rule, { window: number; description: PolicyDescription }>();
   /** Storage keys being reset: their disposal hands nothing back. */
   readonly #forgetting = new Set<string>();
   readonly #timer: NodeJS.Timeout | undefined;
@@ -630,10 +633,17 @@ export class Limiter {
    */
   describe(policy: string): PolicyDescription {
     const rule = this.#rule(policy, 'policy');
-    return (ENGINES[rule.algorithm].describe as (r: Rule, now: number) => PolicyDescription)(
-      rule,
-      this.#now(),
-    );
+    const now = this.#now();
+    // A description depends on the time only through the window it falls in (a calendar month is
+    // as long as its month): described once per window, as the HTTP adapters ask on every request.
+    const window = 'windowMs' in rule ? windowIndex(now, rule.windowMs) : 0;
+    let cached = this.#described.get(rule);
+    if (cached === undefined || cached.window !== window) {
+      const describe = ENGINES[rule.algorithm].describe as (r: Rule, now: number) => PolicyDescription;
+      cached = { window, description: describe(rule, now) };
+      this.#described.set(rule, cached);
+    }
+    return { limit: cached.description.limit, windowSeconds: cached.description.windowSeconds };
   }
 
   /**
@@ -652,6 +662,7 @@ export class Limiter {
     this.#rules = next;
     this.#consumable = consumable(next);
     for (const rule of this.#byKey.keys()) if (next.get(rule.name) !== rule) this.#byKey.delete(rule);
+    for (const rule of this.#described.keys()) if (next.get(rule.name) !== rule) this.#described.delete(rule);
     const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
     for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }

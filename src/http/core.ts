@@ -10,7 +10,7 @@ import {
   type StandardHeaders,
 } from './headers.js';
 import type { Plans } from './plans.js';
-import { buildKey, type RequestView, readApiKey } from './request.js';
+import { keyPart, type RequestView, readApiKey } from './request.js';
 import {
   forbiddenBody,
   type RefusalBody,
@@ -170,7 +170,44 @@ export type Outcome =
     } & RefusalBody);
 
 const NOTHING: Outcome = { action: 'next', headers: [], info: undefined };
-const GLOBAL: readonly [string, string] = ['global', '*'];
+const GLOBAL = keyPart('global', '*');
+
+/**
+ * `RateLimitInfo` with `current` (express-rate-limit's old name of `used`) as a getter on the
+ * prototype: hidden from iteration and JSON as express-rate-limit hides it, without defining a
+ * property on every request's object (that cost more than building the rest).
+ */
+class Info implements RateLimitInfo {
+  allowed: boolean;
+  key: string;
+  plan: string | undefined;
+  policy: string;
+  limit: number;
+  used: number;
+  remaining: number;
+  resetTime: Date;
+  retryAfterMs: number;
+  rules: RuleResult[];
+  shadowExceeded: string[];
+
+  constructor(fields: Omit<RateLimitInfo, 'current'>) {
+    this.allowed = fields.allowed;
+    this.key = fields.key;
+    this.plan = fields.plan;
+    this.policy = fields.policy;
+    this.limit = fields.limit;
+    this.used = fields.used;
+    this.remaining = fields.remaining;
+    this.resetTime = fields.resetTime;
+    this.retryAfterMs = fields.retryAfterMs;
+    this.rules = fields.rules;
+    this.shadowExceeded = fields.shadowExceeded;
+  }
+
+  get current(): number {
+    return this.used;
+  }
+}
 
 /** What identifies the sender of a request, read once per request. */
 interface Peer {
@@ -187,12 +224,23 @@ interface Identity extends Peer {
   listedApiKey: string | undefined;
 }
 
-/** The rules a request meets, with the limiter check of each. */
+/** One rule a request meets: its result, its limiter check and what its headers need. */
+interface Planned {
+  result: RuleResult;
+  check: Check;
+  windowSeconds: number;
+  /** Counted by client alone: the headers' partition is the client key itself. */
+  clientOnly: boolean;
+}
+
+/** The rules a request meets, in rule order, split into enforced and shadow. */
 interface Plan {
+  planned: Planned[];
   results: RuleResult[];
-  enforced: { result: RuleResult; check: Check }[];
-  shadow: { result: RuleResult; check: Check }[];
-  windows: Map<RuleResult, number>;
+  enforced: Planned[];
+  /** The enforced rules' checks, for one `consume`. */
+  enforcedChecks: Check[];
+  shadow: Planned[];
 }
 
 /**
@@ -337,7 +385,7 @@ export class RateLimitCore<Req> {
     let decision: Decision | undefined;
     try {
       plan = this.#plan(req, view, set, ids, user, cost);
-      if (plan.enforced.length > 0) decision = await o.limiter.consume(plan.enforced.map((r) => r.check));
+      if (plan.enforcedChecks.length > 0) decision = await o.limiter.consume(plan.enforcedChecks);
     } catch (err) {
       // A failing store, a `by` function that threw, or a policy removed from the limiter while a
       // rule still names it: the same answer as a store failure, never a 500.
@@ -345,9 +393,8 @@ export class RateLimitCore<Req> {
       return o.passOnStoreError ? NOTHING : this.#unavailable();
     }
     if (plan.results.length === 0) return NOTHING;
-    plan.enforced.forEach((r, i) => {
-      r.result.decision = decision?.checks?.[i];
-    });
+    const decided = decision?.checks;
+    for (let i = 0; i < plan.enforced.length; i++) plan.enforced[i]!.result.decision = decided?.[i];
     if (plan.shadow.length > 0 && decision?.allowed !== false) {
       try {
         // All-or-nothing among shadow rules too: what enforcing them would have counted.
@@ -359,7 +406,7 @@ export class RateLimitCore<Req> {
         this.#report(err, req);
       }
     }
-    return this.#outcome(req, view, ids, plan.results, plan.windows);
+    return this.#outcome(req, view, ids, plan);
   }
 
   /** The rules this request meets, as limiter checks split into enforced and shadow. */
@@ -374,19 +421,31 @@ export class RateLimitCore<Req> {
     const planRules = ids.plan === undefined ? undefined : set.plans.get(ids.plan);
     const rules =
       planRules === undefined || planRules.length === 0 ? set.rules : [...set.rules, ...planRules];
-    // Split only if a route table is consulted (SplitPaths is lazy): no routes, no costs, no cost.
-    const paths = new SplitPaths([view.routePattern, view.path]);
-    const routeCost = cost === undefined ? (set.costs.match(view.method, paths)?.value ?? 1) : 1;
-    const plan: Plan = { results: [], enforced: [], shadow: [], windows: new Map() };
+    // Split only if a route table is consulted: a rule's routes, or costs without a cost given.
+    let paths: SplitPaths | undefined;
+    let routeCost = 1;
+    if (cost === undefined && set.costs.size > 0) {
+      paths = new SplitPaths([view.routePattern, view.path]);
+      routeCost = set.costs.match(view.method, paths)?.value ?? 1;
+    }
+    const plan: Plan = { planned: [], results: [], enforced: [], enforcedChecks: [], shadow: [] };
     // HEAD runs the GET handler (Express, Fastify), so it shares the GET route's bucket.
-    const method = view.method.toUpperCase() === 'HEAD' ? 'GET' : view.method.toUpperCase();
+    const upper = view.method.toUpperCase();
+    const method = upper === 'HEAD' ? 'GET' : upper;
     const route = `${method} ${view.routePattern ?? normalizePath(view.path)}`;
     for (const rule of rules) {
-      const routeMatch = rule.routes?.match(view.method, paths);
-      if (rule.routes && !routeMatch) continue;
-      const key = buildKey(
-        rule.by.map((part, i) => this.#part(part, i, req, ids, user, routeMatch?.pattern ?? route)),
-      );
+      let routeMatch: { pattern: string } | undefined;
+      if (rule.routes) {
+        paths ??= new SplitPaths([view.routePattern, view.path]);
+        routeMatch = rule.routes.match(view.method, paths);
+        if (!routeMatch) continue;
+      }
+      const keyRoute = routeMatch?.pattern ?? route;
+      let key = '';
+      for (let i = 0; i < rule.by.length; i++) {
+        const part = this.#part(rule.by[i]!, i, req, ids, user, keyRoute);
+        key = key === '' ? part : `${key}&${part}`;
+      }
       const result: RuleResult = {
         name: rule.name,
         policy: rule.policy,
@@ -395,38 +454,42 @@ export class RateLimitCore<Req> {
         enforced: isEnforced(rule, ids.client),
         decision: undefined,
       };
-      plan.windows.set(result, this.#o.limiter.describe(rule.policy).windowSeconds);
-      plan.results.push(result);
-      (result.enforced ? plan.enforced : plan.shadow).push({
+      const planned: Planned = {
         result,
         // route and shadow only reach the limiter's observers (metrics, logs, alerts).
         check: { policy: rule.policy, key, cost: result.cost, route, shadow: !result.enforced },
-      });
+        windowSeconds: this.#o.limiter.describe(rule.policy).windowSeconds,
+        clientOnly: rule.clientOnly,
+      };
+      plan.planned.push(planned);
+      plan.results.push(result);
+      if (result.enforced) {
+        plan.enforced.push(planned);
+        plan.enforcedChecks.push(planned.check);
+      } else plan.shadow.push(planned);
     }
     return plan;
   }
 
-  #outcome(
-    req: Req,
-    view: RequestView,
-    ids: Identity,
-    results: RuleResult[],
-    windows: Map<RuleResult, number>,
-  ): Outcome {
+  #outcome(req: Req, view: RequestView, ids: Identity, plan: Plan): Outcome {
     const o = this.#o;
     const now = this.#now();
+    const { results } = plan;
     // One pass, no intermediate arrays: this runs for every request.
     const enforced: RuleResult[] = [];
+    const states: RuleState[] = [];
     const shadowExceeded: string[] = [];
     let refused = false;
-    for (const r of results) {
+    for (const p of plan.planned) {
+      const r = p.result;
       if (r.enforced) {
         if (r.decision === undefined) continue;
         enforced.push(r);
+        // A rule by client alone is partitioned by the client key itself (as express-rate-limit hashes it).
+        states.push(state(r, p.windowSeconds, p.clientOnly ? ids.client : r.key));
         if (!r.decision.allowed) refused = true;
       } else if (r.decision?.allowed === false) shadowExceeded.push(r.name);
     }
-    const states = enforced.map((r) => state(r, windows.get(r)!, ids.client));
     const retryAfter = refused ? retryAfterSeconds(states) : undefined;
     if (retryAfter !== undefined) {
       // t of a rule that did not refuse never points past Retry-After: by then it has refilled some.
@@ -436,7 +499,7 @@ export class RateLimitCore<Req> {
     if (primaryResult === undefined) return NOTHING;
     const d = primaryResult.decision!;
     const used = Math.max(0, d.limit - d.remaining) + (d.allowed ? 0 : primaryResult.cost);
-    const info: RateLimitInfo = {
+    const info = new Info({
       allowed: !refused,
       key: ids.client,
       plan: ids.plan,
@@ -448,8 +511,7 @@ export class RateLimitCore<Req> {
       retryAfterMs: d.retryAfterMs,
       rules: results,
       shadowExceeded,
-    };
-    Object.defineProperty(info, 'current', { value: used, enumerable: false });
+    });
     const headerOptions: HeaderOptions = {
       standard: this.#standard,
       legacy: o.legacyHeaders ?? false,
@@ -488,23 +550,23 @@ export class RateLimitCore<Req> {
     ids: Identity,
     user: string | undefined,
     route: string,
-  ): readonly [string, string] {
+  ): string {
     switch (part) {
       case 'client':
-        return ['client', ids.client];
+        return keyPart('client', ids.client);
       case 'apiKey':
-        return ids.apiKey === undefined ? ['ip', ids.ipKey] : ['apiKey', ids.apiKey];
+        return ids.apiKey === undefined ? keyPart('ip', ids.ipKey) : keyPart('apiKey', ids.apiKey);
       case 'user':
-        return typeof user === 'string' && user.length > 0 ? ['user', user] : ['ip', ids.ipKey];
+        return typeof user === 'string' && user.length > 0 ? keyPart('user', user) : keyPart('ip', ids.ipKey);
       case 'ip':
-        return ['ip', ids.ipKey];
+        return keyPart('ip', ids.ipKey);
       case 'route':
-        return ['route', route];
+        return keyPart('route', route);
       case 'global':
         return GLOBAL;
       default: {
         const value = part(req);
-        return typeof value === 'string' ? [`fn${index}`, value] : ['ip', ids.ipKey];
+        return typeof value === 'string' ? keyPart(`fn${index}`, value) : keyPart('ip', ids.ipKey);
       }
     }
   }
@@ -596,14 +658,14 @@ function hasPolicy(limiter: Limiter, policy: string): boolean {
   }
 }
 
-function state(r: RuleResult, windowSeconds: number, client: string): RuleState {
+/** `partition`: what draft-8 headers hash into the partition key. */
+function state(r: RuleResult, windowSeconds: number, partition: string): RuleState {
   const d = r.decision!;
   const violated = !d.allowed;
   const ms = violated ? d.retryAfterMs : d.resetMs;
   return {
     name: r.name,
-    // A rule by client alone is partitioned by the client key itself (as express-rate-limit hashes it).
-    key: r.key === buildKey([['client', client]]) ? client : r.key,
+    key: partition,
     limit: d.limit,
     windowSeconds,
     remaining: violated ? 0 : d.remaining,

@@ -10,6 +10,7 @@ import { Checks, type Logger, type ValidateOptions } from './expressChecks.js';
 import { type StandardHeaders, setRateLimitHeaders } from './headers.js';
 import type { Refusal } from './node.js';
 import { buildKey, pathOf, type RequestView } from './request.js';
+import { setRequestProperty } from './requestProperty.js';
 
 export { MemoryStore } from '../stores/memoryStore.js';
 export type { RateLimitInfo } from './core.js';
@@ -218,7 +219,7 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       if (limit === 0) return await refuseAll(req, res, next, resolved, property);
       const c = cores ? cores.for(limit!) : native!;
       const outcome = await c.core.check(req);
-      (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
+      setRequestProperty(req, property, outcome.info);
       if (!res.headersSent) setRateLimitHeaders(res, outcome.headers);
       if (outcome.action === 'next') {
         if (settled && outcome.info) giveBackWhen(settled, req, res, resolved, c.limiter, outcome.info);
@@ -437,7 +438,7 @@ async function refuseAll(
     resetTime: new Date(),
     key: '',
   } as unknown as RateLimitInfo;
-  (req as unknown as Record<string, RateLimitInfo>)[property] = info;
+  setRequestProperty(req, property, info);
   const refusal: Refusal = {
     action: 'refuse',
     reason: 'limited',
@@ -488,17 +489,16 @@ function giveBackWhen(
 
 /** The proxy checks of express-rate-limit's default key generator: they matter when the IP is the key. */
 function checkProxySetting(checks: Checks, req: Request): void {
+  // Conditions tested here, messages in module functions: nothing is allocated per request.
   const trust: unknown = req.app?.get?.('trust proxy');
-  checks.check(
-    'trustProxy',
-    () => trust === true,
-    () =>
-      "the Express 'trust proxy' setting is true, which allows anyone to trivially bypass IP-based rate limiting.",
-  );
-  checks.check(
-    'xForwardedForHeader',
-    () => req.headers['x-forwarded-for'] !== undefined && trust === false,
-    () =>
-      "the 'X-Forwarded-For' header is set but the Express 'trust proxy' setting is false (default): every client behind that proxy shares one limit. Set 'trust proxy' to your proxies.",
-  );
+  if (trust === true) checks.check('trustProxy', failed, trustProxyMessage);
+  if (trust === false && req.headers['x-forwarded-for'] !== undefined) {
+    checks.check('xForwardedForHeader', failed, forwardedForMessage);
+  }
 }
+
+const failed = () => true;
+const trustProxyMessage = () =>
+  "the Express 'trust proxy' setting is true, which allows anyone to trivially bypass IP-based rate limiting.";
+const forwardedForMessage = () =>
+  "the 'X-Forwarded-For' header is set but the Express 'trust proxy' setting is false (default): every client behind that proxy shares one limit. Set 'trust proxy' to your proxies.";

@@ -50,14 +50,12 @@ export function rateLimitHeaders(
   o: HeaderOptions,
 ): Header[] {
   const out: Header[] = [];
-  const refused = states.some((s) => s.violated);
   // With remaining hidden, a refused request still names the rules that refused: r=0 reveals nothing.
-  const shown = o.hideRemaining ? (refused ? states.filter((s) => s.violated) : []) : states;
+  const shown = o.hideRemaining ? states.filter(isViolated) : states;
   switch (o.standard) {
     case 'draft-10':
-      out.push(['RateLimit-Policy', states.map(policyItem).join(', ')]);
-      if (shown.length > 0)
-        out.push(['RateLimit', shown.map((s) => `${sfString(s.name)};${serviceLimit(s)}`).join(', ')]);
+      out.push(['RateLimit-Policy', list(states, policyItem)]);
+      if (shown.length > 0) out.push(['RateLimit', list(shown, serviceItem)]);
       break;
     case 'draft-8':
       out.push([
@@ -110,6 +108,21 @@ export function retryAfterSeconds(states: readonly RuleState[]): number | undefi
   return latest;
 }
 
+const isViolated = (s: RuleState) => s.violated;
+
+/** A Structured Field list of `item` of each state, built without an intermediate array. */
+function list(states: readonly RuleState[], item: (s: RuleState) => string): string {
+  if (states.length === 0) return '';
+  let out = item(states[0]!);
+  for (let i = 1; i < states.length; i++) out += `, ${item(states[i]!)}`;
+  return out;
+}
+
+/** Draft-10 `RateLimit` item: the rule's name and what is left. */
+function serviceItem(s: RuleState): string {
+  return `${sfString(s.name)};${serviceLimit(s)}`;
+}
+
 function serviceLimit(s: RuleState, separator = ';'): string {
   return s.resetSeconds === undefined ? `r=${r(s)}` : `r=${r(s)}${separator}t=${s.resetSeconds}`;
 }
@@ -151,7 +164,8 @@ function partitionKey(key: string): string {
   return Buffer.from(hex).toString('base64');
 }
 
-const LIST_HEADERS = new Set(['ratelimit', 'ratelimit-policy']);
+/** The list headers, as `rateLimitHeaders` spells them (the names are its own, never a caller's). */
+const LIST_HEADERS = new Set(['RateLimit', 'RateLimit-Policy']);
 
 /**
  * Sets the headers of a decision on a response. `RateLimit` and `RateLimit-Policy` of the
@@ -162,9 +176,10 @@ export function setRateLimitHeaders(
   res: Pick<ServerResponse, 'getHeader' | 'setHeader'>,
   headers: readonly Header[],
 ): void {
-  const lists = headers.some(([name, value]) => name === 'RateLimit-Policy' && value.startsWith('"'));
+  let lists = false;
+  for (const [name, value] of headers) if (name === 'RateLimit-Policy' && value.startsWith('"')) lists = true;
   for (const [name, value] of headers) {
-    const earlier = lists && LIST_HEADERS.has(name.toLowerCase()) ? res.getHeader(name) : undefined;
+    const earlier = lists && LIST_HEADERS.has(name) ? res.getHeader(name) : undefined;
     res.setHeader(name, earlier === undefined ? value : [...[earlier].flat().map(String), value]);
   }
 }

@@ -51,8 +51,13 @@ export function readApiKey(headers: IncomingHttpHeaders, header: string): string
  */
 export function buildKey(parts: readonly (readonly [string, string])[]): string {
   let key = '';
-  for (const [name, value] of parts) key += `${key === '' ? '' : '&'}${name}=${escapePart(value)}`;
+  for (const [name, value] of parts) key += `${key === '' ? '' : '&'}${keyPart(name, value)}`;
   return key;
+}
+
+/** One part of a key built by `buildKey`: `name=value`, the value escaped. */
+export function keyPart(name: string, value: string): string {
+  return `${name}=${escapePart(value)}`;
 }
 
 const RESERVED = /[%&=]/;

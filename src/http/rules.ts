@@ -57,6 +57,8 @@ export interface CompiledRule<Req> {
   readonly name: string;
   readonly policy: string;
   readonly by: readonly KeyPart<Req>[];
+  /** `by` is the client alone: the rule's key is the client key's (`client=…`). */
+  readonly clientOnly: boolean;
   readonly routes: RouteTable<true> | undefined;
   readonly weighted: boolean;
   readonly shadow: boolean;
@@ -108,6 +110,7 @@ export function compileRule<Req>(
     name,
     policy: r.policy,
     by,
+    clientOnly: by.length === 1 && by[0] === 'client',
     routes,
     weighted: flag(r.weighted, true, `${field}.weighted`),
     shadow: flag(r.shadow, false, `${field}.shadow`),
