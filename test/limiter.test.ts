@@ -166,3 +166,28 @@ describe('Limiter', () => {
     });
   });
 });
+
+describe('describe()', () => {
+  it("a calendar month's window is as long as the month the clock is in, as the month changes", () => {
+    let now = Date.UTC(2026, 0, 31, 23, 59, 59); // the last second of January
+    const l = limiter({
+      policies: { monthly: { algorithm: 'fixed-window', limit: 1000, window: 'month' } },
+      now: () => now,
+    });
+    expect(l.describe('monthly')).toEqual({ limit: 1000, windowSeconds: 31 * 86_400 });
+    now += 1000; // February
+    expect(l.describe('monthly')).toEqual({ limit: 1000, windowSeconds: 28 * 86_400 });
+  });
+
+  it('answers a fresh object each time and follows setPolicies', () => {
+    const l = limiter({ policies: { p: bucket(10) } });
+    const first = l.describe('p');
+    first.limit = 1;
+    expect(l.describe('p'), 'a caller changing its answer changes nothing').toEqual({
+      limit: 10,
+      windowSeconds: 1,
+    });
+    l.setPolicies({ p: bucket(20) });
+    expect(l.describe('p')).toEqual({ limit: 20, windowSeconds: 1 });
+  });
+});

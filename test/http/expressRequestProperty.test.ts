@@ -1,0 +1,80 @@
+import type { Server } from 'node:http';
+import express from 'express';
+import { afterAll, describe, expect, it } from 'vitest';
+import { rateLimit } from '../../src/http/express.js';
+import { Limiter } from '../../src/index.js';
+
+const limiter = new Limiter({
+  policies: { 'per-client': { algorithm: 'token-bucket', rate: 100, period: '1s' } },
+  sweepIntervalMs: 0,
+});
+afterAll(() => limiter.close());
+
+async function get(app: express.Express, path: string): Promise<unknown> {
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  try {
+    const { port } = server.address() as { port: number };
+    return await (await fetch(`http://127.0.0.1:${port}${path}`)).json();
+  } finally {
+    server.close();
+  }
+}
+
+describe('Express: req[requestPropertyName] (kept off the request object itself)', () => {
+  it('reads like an own property in the app, in a mounted sub-app and after leaving it', async () => {
+    const app = express();
+    const sub = express();
+    const seen: Record<string, unknown> = {};
+    sub.use(rateLimit({ limiter, rules: [{ policy: 'per-client' }] }));
+    sub.use((req, _res, next) => {
+      seen.inSub = req.rateLimit?.limit;
+      next('router');
+    });
+    app.use('/api', sub);
+    app.use((req, res) => {
+      res.json({ inSub: seen.inSub, after: req.rateLimit?.limit, current: req.rateLimit?.current });
+    });
+    expect(await get(app, '/api/x')).toEqual({ inSub: 100, after: 100, current: 1 });
+  });
+
+  it('keeps each request its own value, and an assignment by the app wins', async () => {
+    const app = express();
+    app.use(rateLimit({ limiter, rules: [{ policy: 'per-client' }], requestPropertyName: 'limits' }));
+    app.get('/mine', (req, res) => {
+      const r = req as unknown as { limits: unknown };
+      const before = (r.limits as { remaining: number }).remaining;
+      r.limits = 'replaced';
+      res.json({ before, after: r.limits });
+    });
+    app.get('/other', (req, res) => {
+      res.json({ limits: typeof (req as unknown as { limits: unknown }).limits });
+    });
+    const first = (await get(app, '/mine')) as { before: number; after: unknown };
+    expect(first.after).toBe('replaced');
+    // A later request gets a fresh decision, not the string the earlier one was given.
+    expect(await get(app, '/other')).toEqual({ limits: 'object' });
+  });
+
+  it('a request whose prototype chain is not Express’s gets an own property', async () => {
+    const middleware = rateLimit({ limiter, rules: [{ policy: 'per-client' }] });
+    const req = {
+      method: 'GET',
+      url: '/',
+      headers: {},
+      socket: { remoteAddress: '127.0.0.1' },
+      ip: '127.0.0.1',
+    } as unknown as express.Request;
+    const res = {
+      headersSent: false,
+      getHeader: () => undefined,
+      setHeader: () => {},
+    } as unknown as express.Response;
+    await new Promise<void>((resolve, reject) => {
+      middleware(req, res, (err?: unknown) => (err ? reject(err) : resolve()));
+    });
+    expect(Object.hasOwn(req, 'rateLimit'), 'own property').toBe(true);
+    expect(req.rateLimit?.limit).toBe(100);
+  });
+});
