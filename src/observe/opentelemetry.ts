@@ -9,7 +9,7 @@
 import type { Attributes, Meter } from '@opentelemetry/api';
 import { ConfigError } from '../errors.js';
 import type { DecisionEvent, LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
-import { breakerStates, DecisionTotals, localKeys, rankDenials } from './totals.js';
+import { breakerStates, countsDecisions, DecisionTotals, localKeys, rankDenials } from './totals.js';
 
 export interface OpenTelemetryObserverOptions {
   /** Where the instruments are created, e.g. `metrics.getMeter('tokenlease')`. */
@@ -125,7 +125,7 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
     [topDenied, topShare],
   );
 
-  return {
+  const observer: Observer = {
     decision(e: DecisionEvent): void {
       totals.add(e);
     },
@@ -158,4 +158,5 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
       limiters.delete(limiter);
     },
   };
+  return countsDecisions(observer, totals);
 }

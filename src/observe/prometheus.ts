@@ -10,7 +10,7 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ConfigError } from '../errors.js';
 import type { DecisionEvent, LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
-import { breakerStates, DecisionTotals, localKeys, rankDenials } from './totals.js';
+import { breakerStates, countsDecisions, DecisionTotals, localKeys, rankDenials } from './totals.js';
 
 export interface PrometheusObserverOptions {
   /**
@@ -200,7 +200,7 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
     }
   }
 
-  return {
+  const observer: PrometheusObserver = {
     registry: options.registry,
     decision(e: DecisionEvent): void {
       totals.add(e);
@@ -233,4 +233,5 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
       limiters.delete(limiter);
     },
   };
+  return countsDecisions(observer, totals);
 }

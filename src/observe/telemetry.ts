@@ -7,6 +7,7 @@ import type {
   BreakerEvent,
   BreakerState,
   DecisionEvent,
+  DenyReason,
   LeaseEvent,
   ObservedLimiter,
   Observer,
@@ -16,6 +17,7 @@ import type {
   StoreCallEvent,
 } from './events.js';
 import { type HeavyHitter, SpaceSaving } from './spaceSaving.js';
+import { type DecisionTotals, decisionTotalsOf } from './totals.js';
 
 /** The heavy-hitters sketch of denied keys behind `limiter.topDenied()`. */
 export interface OffendersOptions {
@@ -100,7 +102,9 @@ export class Telemetry {
   };
   readonly #now: () => number;
   readonly #observers: readonly Observer[];
+  /** Observers given decision events; those that only count them are in `#decisionTotals`. */
   readonly #onDecision: Observer[];
+  readonly #decisionTotals: DecisionTotals[];
   readonly #onStoreCall: Observer[];
   readonly #onLease: Observer[];
   readonly #onBreaker: Observer[];
@@ -113,7 +117,9 @@ export class Telemetry {
   constructor(options: TelemetryOptions) {
     this.#now = options.now;
     this.#observers = readObservers(options.observers);
-    this.#onDecision = this.#observers.filter((o) => typeof o.decision === 'function');
+    const deciding = this.#observers.filter((o) => typeof o.decision === 'function');
+    this.#decisionTotals = deciding.flatMap((o) => decisionTotalsOf(o) ?? []);
+    this.#onDecision = deciding.filter((o) => decisionTotalsOf(o) === undefined);
     this.#onStoreCall = this.#observers.filter((o) => typeof o.storeCall === 'function');
     this.#onLease = this.#observers.filter((o) => typeof o.lease === 'function');
     this.#onBreaker = this.#observers.filter((o) => typeof o.breaker === 'function');
@@ -157,6 +163,12 @@ export class Telemetry {
       }
       sketch.offer(decision.key, 1, now);
     }
+    const reason: DenyReason | undefined = !denied
+      ? undefined
+      : decision.retryAfterMs === Number.POSITIVE_INFINITY
+        ? 'cost-above-limit'
+        : 'limit';
+    for (const totals of this.#decisionTotals) totals.count(decision.policy, outcome, source, reason);
     if (this.#onDecision.length === 0) return;
     const event: DecisionEvent = {
       policy: decision.policy,
@@ -165,11 +177,7 @@ export class Telemetry {
       cost,
       outcome,
       source,
-      reason: !denied
-        ? undefined
-        : decision.retryAfterMs === Number.POSITIVE_INFINITY
-          ? 'cost-above-limit'
-          : 'limit',
+      reason,
       limit: decision.limit,
       remaining: decision.remaining,
       retryAfterMs: decision.retryAfterMs,

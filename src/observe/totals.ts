@@ -1,4 +1,12 @@
-import type { BreakerState, DecisionEvent, DenyReason, ObservedLimiter, Outcome, Source } from './events.js';
+import type {
+  BreakerState,
+  DecisionEvent,
+  DenyReason,
+  ObservedLimiter,
+  Observer,
+  Outcome,
+  Source,
+} from './events.js';
 
 /**
  * What the metrics adapters (Prometheus, OpenTelemetry) share: per-decision counts kept in plain
@@ -25,17 +33,22 @@ const REASON_INDEX = Object.fromEntries(REASONS.map((r, i) => [r, i])) as Record
 export class PolicyTotals {
   readonly #cells = new Map<string, Float64Array>();
   readonly #size: number;
+  /** The policy counted last and its cells: a run of one policy's decisions skips the map. */
+  #lastPolicy: string | undefined;
+  #lastCells: Float64Array | undefined;
 
   constructor(size: number) {
     this.#size = size;
   }
 
   add(policy: string, cell: number): void {
-    let cells = this.#cells.get(policy);
+    let cells = policy === this.#lastPolicy ? this.#lastCells : this.#cells.get(policy);
     if (cells === undefined) {
       cells = new Float64Array(this.#size);
       this.#cells.set(policy, cells);
     }
+    this.#lastPolicy = policy;
+    this.#lastCells = cells;
     cells[cell]!++;
   }
 
@@ -53,8 +66,13 @@ export class DecisionTotals {
   readonly denials = new PolicyTotals(REASONS.length);
 
   add(e: DecisionEvent): void {
-    this.decisions.add(e.policy, OUTCOME_INDEX[e.outcome] * SOURCES.length + SOURCE_INDEX[e.source]);
-    if (e.outcome === 'denied' && e.reason !== undefined) this.denials.add(e.policy, REASON_INDEX[e.reason]);
+    this.count(e.policy, e.outcome, e.source, e.reason);
+  }
+
+  /** `add` of an event's labels, for a caller that has no event object. */
+  count(policy: string, outcome: Outcome, source: Source, reason: DenyReason | undefined): void {
+    this.decisions.add(policy, OUTCOME_INDEX[outcome] * SOURCES.length + SOURCE_INDEX[source]);
+    if (outcome === 'denied' && reason !== undefined) this.denials.add(policy, REASON_INDEX[reason]);
   }
 
   *decisionCounts(): Generator<[{ policy: string; outcome: Outcome; source: Source }, number]> {
@@ -67,6 +85,31 @@ export class DecisionTotals {
   *denialCounts(): Generator<[{ policy: string; reason: DenyReason }, number]> {
     for (const [policy, cell, n] of this.denials.entries()) yield [{ policy, reason: REASONS[cell]! }, n];
   }
+}
+
+/**
+ * Where an observer whose `decision` only counts into a `DecisionTotals` (the metrics adapters)
+ * says so: the limiter then counts each decision straight into the totals, building no event
+ * object (on a lease hit the event cost more than the count).
+ */
+export const COUNTS_DECISIONS = Symbol('tokenlease.countsDecisions');
+
+interface Counting {
+  readonly totals: DecisionTotals;
+  /** The observer's `decision` as made here: a replaced one gets events as any observer does. */
+  readonly decision: (e: DecisionEvent) => void;
+}
+
+/** Marks `observer`, whose `decision` does nothing but add to `totals`, so the limiter counts directly. */
+export function countsDecisions<O extends Observer>(observer: O, totals: DecisionTotals): O {
+  const counting: Counting = { totals, decision: observer.decision! };
+  return Object.assign(observer, { [COUNTS_DECISIONS]: counting });
+}
+
+/** The totals `observer` counts decisions into, when its `decision` is still the counting one. */
+export function decisionTotalsOf(observer: Observer): DecisionTotals | undefined {
+  const counting = (observer as { [COUNTS_DECISIONS]?: Counting })[COUNTS_DECISIONS];
+  return counting !== undefined && counting.decision === observer.decision ? counting.totals : undefined;
 }
 
 export interface RankedDenials {
