@@ -136,6 +136,25 @@ describe('prometheusObserver', () => {
     expect(stats.storeLatencyMs).toBeGreaterThan(0);
   });
 
+  it('an observer whose decision() is replaced (wrapped) gets every event, and counts through it', async () => {
+    const registry = new Registry();
+    const observer = prometheusObserver({ registry });
+    const counted = observer.decision!;
+    const seen: string[] = [];
+    observer.decision = (e) => {
+      seen.push(`${e.policy}:${e.outcome}`);
+      counted(e);
+    };
+    const { limiter } = setup({ observers: [observer] });
+    await limiter.consume('exact', 'a');
+    await limiter.consume('leased', 'b');
+    expect(seen).toEqual(['exact:allowed', 'leased:allowed']);
+    expect(await samples(registry, 'tokenlease_decisions_total')).toEqual([
+      'tokenlease_decisions_total{policy="exact",outcome="allowed",source="store"} 1',
+      'tokenlease_decisions_total{policy="leased",outcome="allowed",source="store"} 1',
+    ]);
+  });
+
   it('accumulates between scrapes without double counting', async () => {
     const { limiter, registry } = setup();
     await limiter.consume('exact', 'a');
