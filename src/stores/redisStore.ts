@@ -220,8 +220,11 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   readonly #batcher: Batcher;
   #everReady: boolean;
   #closed = false;
-  /** Rejects each batch in flight: called when a connection closes (see `#dropInFlight`). */
-  readonly #inFlight = new Set<(err: StoreError) => void>();
+  /**
+   * Each batch in flight: what rejects it, and the node it went to (`host:port`, '' on a single
+   * Redis). See `#dropInFlight`.
+   */
+  readonly #inFlight = new Map<(err: StoreError) => void, string>();
 
   constructor(options: RedisStoreOptions<C>) {
     if (!options || typeof options !== 'object' || !isRedisClient(options.client)) {
@@ -274,11 +277,12 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       this.#everReady = true;
       this.#batcher.ready();
     });
-    const dropped = () => this.#dropInFlight();
-    client.on('close', dropped);
+    client.on('close', () => this.#dropInFlight(undefined));
     if (isCluster(client)) {
-      for (const node of client.nodes('all')) node.on('close', dropped);
-      client.on('+node', (node: Redis) => node.on('close', dropped));
+      const watch = (node: Redis) =>
+        node.on('close', () => this.#dropInFlight(`${node.options.host}:${node.options.port}`));
+      for (const node of client.nodes('all')) watch(node);
+      client.on('+node', watch);
     }
     // A client made with `lazyConnect` connects on its first command, and the store sends none
     // before a connection is up: without this, `ready()` would wait forever and every call time out.
@@ -415,7 +419,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     const dropped = new Promise<never>((_, reject) => {
       drop = reject;
     });
-    this.#inFlight.add(drop!);
+    this.#inFlight.set(drop!, this.#nodeOf(keys[0]!));
     try {
       try {
         reply = await Promise.race([
@@ -445,14 +449,23 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   }
 
   /**
-   * A connection closed: ioredis drops the commands it had in flight without settling them (with
-   * `autoResendUnfulfilledCommands` off), so their batches fail here, as possibly applied. On a
-   * Cluster any node's close fails every batch in flight, which at worst ends a wait early.
+   * A connection closed (`node`: a Cluster node's; undefined: the client's own): ioredis drops the
+   * commands it had in flight without settling them (with `autoResendUnfulfilledCommands` off), so
+   * their batches fail here, as possibly applied.
    */
-  #dropInFlight(): void {
+  #dropInFlight(node: string | undefined): void {
     const error = new StoreError('Redis connection closed with the call in flight; it may have run');
-    for (const drop of this.#inFlight) drop(error);
-    this.#inFlight.clear();
+    for (const [drop, sentTo] of this.#inFlight) {
+      // A batch whose slot had no known node may have gone to any.
+      if (node !== undefined && sentTo !== node && sentTo !== '') continue;
+      drop(error);
+      this.#inFlight.delete(drop);
+    }
+  }
+
+  /** The node serving a (full) Redis key per the client's slot map; '' on a single Redis or when unknown. */
+  #nodeOf(redisKey: string): string {
+    return isCluster(this.#client) ? (this.#client.slots[keySlot(redisKey)]?.[0] ?? '') : '';
   }
 
   #failure(err: unknown): TokenleaseError {
