@@ -225,6 +225,8 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
    * Redis). See `#dropInFlight`.
    */
   readonly #inFlight = new Map<(err: StoreError) => void, string>();
+  /** Removes the store's listeners from its connections (`close()`). */
+  readonly #listeners: (() => void)[] = [];
 
   constructor(options: RedisStoreOptions<C>) {
     if (!options || typeof options !== 'object' || !isRedisClient(options.client)) {
@@ -273,16 +275,16 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       maxWaitMs: batch.maxWaitMs,
       maxInFlight: batch.maxInFlight,
     });
-    client.on('ready', () => {
+    this.#listen(client, 'ready', () => {
       this.#everReady = true;
       this.#batcher.ready();
     });
-    client.on('close', () => this.#dropInFlight(undefined));
+    this.#listen(client, 'close', () => this.#dropInFlight(undefined));
     if (isCluster(client)) {
       const watch = (node: Redis) =>
-        node.on('close', () => this.#dropInFlight(`${node.options.host}:${node.options.port}`));
+        this.#listen(node, 'close', () => this.#dropInFlight(`${node.options.host}:${node.options.port}`));
       for (const node of client.nodes('all')) watch(node);
-      client.on('+node', watch);
+      this.#listen(client, '+node', watch);
     }
     // A client made with `lazyConnect` connects on its first command, and the store sends none
     // before a connection is up: without this, `ready()` would wait forever and every call time out.
@@ -290,6 +292,16 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     const warn = options.onWarning ?? console.warn;
     if (client.status === 'ready') void this.#checkEviction(warn);
     else client.once('ready', () => void this.#checkEviction(warn));
+  }
+
+  /**
+   * Listens on a connection until `close()`: a client the store does not own may outlive it, and
+   * may be shared by many stores.
+   */
+  #listen<A extends unknown[]>(emitter: Client, event: string, listener: (...args: A) => void): void {
+    const fn = listener as (...args: unknown[]) => void;
+    emitter.on(event, fn);
+    this.#listeners.push(() => emitter.off(event, fn));
   }
 
   /** The connection the store runs on: a safe duplicate of the client passed in, unless that one was safe. */
@@ -481,6 +493,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (this.#closed) return;
     this.#closed = true;
     this.#batcher.abort(new ClosedError('RedisStore'));
+    for (const off of this.#listeners.splice(0)) off();
     if (this.#owned) this.#client.disconnect();
   }
 }
