@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Plans, RateLimitCore, type RequestView } from '../src/http/index.js';
 import { ConfigError, type Limiter, type PolicyConfig } from '../src/index.js';
 import { type PolicyModel, policyLabel, policyModel } from './policies.js';
@@ -12,6 +13,18 @@ export interface SimRequest {
   path?: string | undefined;
   /** The log's instance column: the gateway that served it. */
   instance?: string | undefined;
+  /** The client's IP (the log's ip column); without one, `addressOf(key)`. */
+  ip?: string | undefined;
+}
+
+/**
+ * The address of a client whose IP the traffic does not give (a log without an IP column, the
+ * scenarios' generated keys): one of its own per client key, in 10.0.0.0/8, so rules keyed by IP
+ * count clients apart instead of in one shared bucket.
+ */
+export function addressOf(key: string): string {
+  const h = createHash('sha1').update(key).digest();
+  return `10.${h[0]}.${h[1]}.${h[2]}`;
 }
 
 /** One limiter check of a decision: what a rule counted for the request. */
@@ -43,6 +56,11 @@ export interface Deployment {
   readonly policies: Record<string, PolicyConfig>;
   /** Per policy: its exact form, sustained rate and envelope. */
   readonly models: ReadonlyMap<string, PolicyModel>;
+  /**
+   * The policy every request meets, that a scenario's demand is a multiple of: the single policy,
+   * or a plans file's first enforced rule of its default plan for all routes (else a global one).
+   */
+  readonly primary: string;
   gateway(limiter: Limiter): Gateway;
 }
 
@@ -61,6 +79,7 @@ export function singlePolicy(policy: PolicyConfig, field = 'policy'): Deployment
     label: policyLabel(policy),
     policies: { [POLICY]: policy },
     models: new Map([[POLICY, model]]),
+    primary: POLICY,
     gateway: (limiter) => async (req) => {
       const d = await limiter.consume(POLICY, req.key, req.cost);
       return {
@@ -98,12 +117,17 @@ export function plansFile(path: string, mapPolicy: (p: PolicyConfig) => PolicyCo
     method: req.method ?? 'GET',
     path: req.path ?? '/',
     headers: { 'x-api-key': req.key },
-    remoteAddress: '127.0.0.1',
+    remoteAddress: req.ip ?? addressOf(req.key),
   });
+  const set = plans.ruleSet();
+  const everyRequest = [...(set.defaultPlan ? (set.plans.get(set.defaultPlan) ?? []) : []), ...set.rules];
+  const primary =
+    everyRequest.find((r) => !r.shadow && r.routes === undefined)?.policy ?? Object.keys(policies)[0]!;
   return {
     label,
     policies,
     models,
+    primary,
     gateway: (limiter) => {
       const core = new RateLimitCore<SimRequest>(
         { limiter, plans, keyGenerator: (req) => req.key, standardHeaders: false, onError: () => {} },

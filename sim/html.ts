@@ -1,5 +1,5 @@
 import { type FleetReport, fractionLabel } from './fleet.js';
-import { failsRun, type ScenarioReport, worstText } from './report.js';
+import { failsRun, type ScenarioReport, WARM_UP, worstText } from './report.js';
 import { barChart, CHART_CSS, escapeHtml, lineChart } from './svg.js';
 import { COLUMNS, LEGEND, okLabel, signed } from './table.js';
 
@@ -32,7 +32,7 @@ export function renderHtml(
   fleets: readonly FleetReport[],
   info: RunInfo,
 ): string {
-  const failed = reports.filter((r) => r.checks.some((c) => failsRun(r, c, { strict: false }))).length;
+  const failed = reports.filter((r) => r.checks.some((c) => failsRun(c, { strict: false }))).length;
   const pending = reports.filter((r) => okLabel(r) === '✗ pending').length;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>tokenlease simulator report</title>
@@ -81,10 +81,9 @@ function summaryTable(reports: readonly ScenarioReport[]): string {
         classes.push(
           value === '✓' ? 'good' : value === okLabel(r) && value.endsWith('pending') ? 'pending' : 'bad',
         );
-      if (c.title === 'drift %') {
-        const check = r.checks.find((k) => k.name === 'drift');
-        if (check) classes.push(check.ok ? 'good' : 'bad');
-      }
+      const checked = c.title === 'drift %' ? 'drift' : c.title === 'worst %' ? 'worst drift' : undefined;
+      const check = checked && r.checks.find((k) => k.name === checked);
+      if (check) classes.push(check.ok ? 'good' : 'bad');
       const cls = classes.filter(Boolean).join(' ');
       const content =
         c.title === 'scenario' ? `<a href="#${anchor(r)}">${escapeHtml(value)}</a>` : escapeHtml(value);
@@ -105,8 +104,8 @@ function section(r: ScenarioReport): string {
   const perSecond = 1000 / series.bucketMs;
   const rate = (values: readonly number[]) => values.map((v) => v * perSecond);
   const facts: [string, string][] = [
-    ['final drift', `${signed(s.driftPct)} % (the target is on this one)`],
-    ['worst drift over the run', worstText(s)],
+    ['final drift', `${signed(s.driftPct)} % (the drift target holds for it)`],
+    ['worst drift over the run', `${worstText(s)} (the drift target holds for it too, ${WARM_UP})`],
     [
       'admitted',
       `${round(s.admittedTokens)} of ${round(s.offeredTokens)} tokens (exact ${round(s.exactTokens)})`,

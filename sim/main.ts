@@ -41,13 +41,13 @@ Scenarios:
 Your limits:
   --policy P          a policy name (${Object.keys(POLICIES).join(', ')}), policy JSON or a JSON file,
                       e.g. '{"algorithm":"token-bucket","rate":50,"burst":100,"lease":{"maxFraction":0.05}}'
-  --plans FILE        a plans file (YAML or JSON) as the HTTP middleware reads it: every policy in
-                      it on the scenarios, or with --traffic each request through its plan's rules
+  --plans FILE        a plans file (YAML or JSON) as the HTTP middleware reads it: every request
+                      through the rules its plan meets (the scenarios' keys are in the default plan)
 Your traffic:
   --traffic FILE      replay a request log: JSON lines, CSV (with a header), nginx combined or
                       Envoy's default access-log format; read as a stream
   --format F          jsonl | csv | nginx | envoy (default: from the extension or the first line)
-  --fields MAP        columns of the log, e.g. time=ts,key=api_key,cost=units,instance=pod
+  --fields MAP        columns of the log, e.g. time=ts,key=api_key,cost=units,instance=pod,ip=addr
                       (fields: time, key, cost, method, path, request, instance)
 Fleet:
   --instances N       N instances throughout (replaces autoscaling); a list such as 5,10,20,50
@@ -183,9 +183,10 @@ function validate(input: ScenarioInput, index: number): Scenario {
   }
 }
 
-function loadPlans(path: string, maxFraction: number | null): Deployment {
+/** A plans file's deployment; `exact`: every policy in exact mode (for a scenario about exact mode). */
+function loadPlans(path: string, maxFraction: number | null, exact = false): Deployment {
   try {
-    return plansFile(path, (p) => withMaxFraction(p, maxFraction));
+    return plansFile(path, (p) => (exact ? policyModel(p).exact : withMaxFraction(p, maxFraction)));
   } catch (err) {
     if (err instanceof TokenleaseError) throw new UsageError(`--plans: ${err.message}`);
     throw err;
@@ -281,11 +282,19 @@ function parseOptions(argv: string[]): Options | 'help' | 'list' {
         const own = targetsFor(s, policy);
         addRuns(own, (f) => singlePolicy(withMaxFraction(own.policy, f), 'scenario.policy'));
       } else if (v.plans !== undefined) {
-        // Every policy the plans file defines, on each scenario.
-        for (const [name, p] of Object.entries(loadPlans(v.plans, null).policies)) {
-          const own = { ...targetsFor(s, p), name: `${s.name}@${name}` };
-          addRuns(own, (f) => singlePolicy(withMaxFraction(own.policy, f), `plans.${name}`));
-        }
+        // The whole plans file, every rule a request meets, as the middleware would run it. The
+        // scenario's keys are clients of the default plan; its demand is a multiple of the plan's
+        // primary rule, which also names its targets (bounds only, or 0 % for exact mode).
+        const path = v.plans;
+        const plans = loadPlans(path, null);
+        const own = targetsFor(s, plans.policies[plans.primary]!);
+        const exact = policyModel(own.policy).isExact;
+        const described = {
+          ...own,
+          description:
+            `${own.description ?? ''} Through ${path}: each key a client of its default plan, demand in multiples of its rule ${JSON.stringify(plans.primary)}.`.trim(),
+        };
+        addRuns(described, (f) => loadPlans(path, f, exact));
       } else {
         addRuns(s, (f) => singlePolicy(withMaxFraction(s.policy as PolicyConfig, f), 'scenario.policy'));
       }
@@ -542,7 +551,7 @@ async function main(argv: string[], io: Io, program: string): Promise<number> {
     io.stderr.write(`HTML report: ${options.out}\n`);
   }
   const strict = { strict: options.strict };
-  return reports.some((r) => r.checks.some((c) => failsRun(r, c, strict))) ? 1 : 0;
+  return reports.some((r) => r.checks.some((c) => failsRun(c, strict))) ? 1 : 0;
 }
 
 async function* prepend<T>(first: IteratorResult<T>, rest: AsyncIterator<T>): AsyncGenerator<T> {

@@ -17,13 +17,15 @@ export interface LogRecord {
   method?: string | undefined;
   path?: string | undefined;
   instance?: string | undefined;
+  /** The client's IP address, for rules keyed `by: ip`. */
+  ip?: string | undefined;
 }
 
 export const FORMATS = ['jsonl', 'csv', 'nginx', 'envoy'] as const;
 export type LogFormat = (typeof FORMATS)[number];
 
 /** What a record is made of; `--fields` maps each to a column of the log. */
-export const FIELDS = ['time', 'key', 'cost', 'method', 'path', 'request', 'instance'] as const;
+export const FIELDS = ['time', 'key', 'cost', 'method', 'path', 'request', 'instance', 'ip'] as const;
 export type Field = (typeof FIELDS)[number];
 export type FieldMap = Partial<Record<Field, string>>;
 
@@ -51,6 +53,7 @@ const DEFAULT_COLUMNS: Record<LogFormat, Record<Field, readonly string[]>> = {
     path: ['path', 'route', 'uri', 'url'],
     request: ['request'],
     instance: ['instance', 'gateway', 'pod', 'node', 'hostname'],
+    ip: ['ip', 'remote_addr', 'client_ip', 'x_forwarded_for'],
   },
   csv: {} as Record<Field, readonly string[]>,
   nginx: {
@@ -61,6 +64,7 @@ const DEFAULT_COLUMNS: Record<LogFormat, Record<Field, readonly string[]>> = {
     path: [],
     request: ['request'],
     instance: ['hostname'],
+    ip: ['remote_addr'],
   },
   envoy: {
     time: ['start_time'],
@@ -70,6 +74,7 @@ const DEFAULT_COLUMNS: Record<LogFormat, Record<Field, readonly string[]>> = {
     path: [],
     request: ['request'],
     instance: [],
+    ip: ['x_forwarded_for'],
   },
 };
 DEFAULT_COLUMNS.csv = DEFAULT_COLUMNS.jsonl;
@@ -264,15 +269,19 @@ function toRecord(row: Row, format: LogFormat, fields: FieldMap): LogRecord & { 
     path ??= p;
   }
   const instance = pick('instance')?.value;
+  const ip = pick('ip');
+  // X-Forwarded-For lists every hop: the client is the first.
+  const firstHop = (column: string, value: unknown) =>
+    column === 'x_forwarded_for' ? String(value).split(',')[0]!.trim() : String(value);
   return {
     timeMs: parsedTime.ms,
     resolutionMs: parsedTime.resolutionMs,
-    // X-Forwarded-For lists every hop: the client is the first.
-    key: key.column === 'x_forwarded_for' ? String(key.value).split(',')[0]!.trim() : String(key.value),
+    key: firstHop(key.column, key.value),
     cost,
     method: method === undefined ? undefined : String(method),
     path: path === undefined ? undefined : String(path).split('?')[0],
     instance: instance === undefined ? undefined : String(instance),
+    ip: ip === undefined ? undefined : firstHop(ip.column, ip.value),
   };
 }
 

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { run } from '../../sim/main.js';
+import { SUITE } from '../../sim/suite.js';
 import { type CliResult, simInProcess } from '../support/sim.js';
 
 /** `npm run sim -- ...args` as a real process (tsx, as the npm script runs it), without npm's output. */
@@ -161,6 +162,35 @@ describe('npm run sim', () => {
     expect(lenient.stdout).toMatch(/✗ tiny: store calls: .* \[target of issue 11\]/);
     const strict = await simInProcess(['--replay', pending, '--strict']);
     expect(strict.code, 'a missed target fails under --strict').toBe(1);
+  });
+
+  it('checks the worst drift over the run against the drift target, after the warm-up', async () => {
+    // steady-2x ends within 2 % but dips below -2 % early in the run.
+    const steady = SUITE.find((s) => s.name === 'steady-2x')!;
+    const { worstDriftPending: _, ...expect2 } = steady.expect!;
+    const failing = await simInProcess([
+      '--replay',
+      JSON.stringify({ ...steady, expect: expect2 }),
+      '--json',
+    ]);
+    expect(failing.code, 'a worst drift outside the target fails the run').toBe(1);
+    const checks = JSON.parse(failing.stdout).reports[0].checks as {
+      name: string;
+      ok: boolean;
+      detail: string;
+    }[];
+    expect(checks.find((c) => c.name === 'drift')?.ok, 'the final drift is within').toBe(true);
+    const worst = checks.find((c) => c.name === 'worst drift')!;
+    expect(worst.ok).toBe(false);
+    expect(worst.detail).toMatch(
+      /after the warm-up \(until the exact limiter has admitted 10 % of its total\)/,
+    );
+    const suite = await simInProcess(['--scenario', 'steady-2x']);
+    expect(suite.code, 'in the suite it is a pending target').toBe(0);
+    expect(suite.stdout).toMatch(
+      /✗ steady-2x: worst drift: .* \[target of open work: the drift over the run/,
+    );
+    expect((await simInProcess(['--scenario', 'steady-2x', '--strict'])).code).toBe(1);
   });
 
   it('selects scenarios by prefix with a trailing *', async () => {

@@ -37,6 +37,24 @@ describe('request logs', () => {
     ]);
   });
 
+  it("reads the client's IP apart from its key: ip columns, the first X-Forwarded-For hop, --fields ip=", async () => {
+    const records = await read(
+      'ips.jsonl',
+      '{"ts":1,"api_key":"k1","client_ip":"203.0.113.9"}\n' +
+        '{"ts":2,"api_key":"k1","x_forwarded_for":"198.51.100.7, 10.0.0.1"}\n' +
+        '{"ts":3,"api_key":"k2"}\n',
+    );
+    expect(records.map((r) => [r.key, r.ip])).toEqual([
+      ['k1', '203.0.113.9'],
+      ['k1', '198.51.100.7'],
+      ['k2', undefined],
+    ]);
+    const mapped = await read('ips2.jsonl', '{"ts":1,"api_key":"k1","addr":"192.0.2.1"}\n', {
+      fields: { ip: 'addr' },
+    });
+    expect(mapped[0]?.ip).toBe('192.0.2.1');
+  });
+
   it('reads CSV with a header and a field mapping', async () => {
     const records = await read(
       'a.csv',
@@ -66,8 +84,17 @@ describe('request logs', () => {
         method: 'GET',
         path: '/items',
         instance: undefined,
+        ip: '10.0.0.1',
       },
-      { timeMs: 1_700_000_000_500, key: 'k_live', cost: 1, method: 'GET', path: '/items', instance: 'gw-1' },
+      {
+        timeMs: 1_700_000_000_500,
+        key: 'k_live',
+        cost: 1,
+        method: 'GET',
+        path: '/items',
+        instance: 'gw-1',
+        ip: '10.0.0.2',
+      },
     ]);
   });
 
@@ -84,6 +111,7 @@ describe('request logs', () => {
         method: 'POST',
         path: '/api/v1/locations',
         instance: undefined,
+        ip: '10.0.35.28',
       },
     ]);
   });
