@@ -94,6 +94,14 @@ export interface WindowLeaseOptions {
    * @default '500ms', or a fortieth of the window when that is shorter
    */
   horizon?: Duration;
+  /**
+   * Far from the limit, admit locally within an allowance the store grants for the current window
+   * (a share of the room left, while at least half the limit is left) and report usage later in a
+   * batch. See `LeaseOptions.writeBehind` and docs/architecture.md "Guarantees" for the bound.
+   * Unlike the token bucket, a key's first request on an instance waits for the store.
+   * @default true
+   */
+  writeBehind?: boolean;
 }
 
 export interface FixedWindowPolicy {
@@ -266,6 +274,8 @@ export interface WindowRule<A extends WindowAlgorithm = WindowAlgorithm> {
   readonly maxFraction: number;
   readonly leaseTtlMs: number;
   readonly horizonMs: number;
+  /** See `WindowLeaseOptions.writeBehind`. */
+  readonly writeBehind: boolean;
   readonly fail: FailMode;
 }
 
@@ -388,12 +398,6 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
   if (typeof lease !== 'object' || lease === null) {
     throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${String(lease)}`);
   }
-  if (lease.writeBehind !== undefined && typeof lease.writeBehind !== 'boolean') {
-    throw new ConfigError(
-      `${field}.lease.writeBehind`,
-      `expected a boolean, got ${String(lease.writeBehind)}`,
-    );
-  }
   const maxFraction =
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
   const aheadMs =
@@ -412,9 +416,18 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
     ahead: aheadMs * ratePerMs,
     leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
     horizonMs: parseDuration(lease.horizon ?? '500ms', `${field}.lease.horizon`),
-    writeBehind: lease.writeBehind ?? true,
+    writeBehind: writeBehind(lease.writeBehind, field),
     fail,
   };
+}
+
+/** `lease.writeBehind`: on unless turned off. */
+function writeBehind(value: unknown, field: string): boolean {
+  if (value === undefined) return true;
+  if (typeof value !== 'boolean') {
+    throw new ConfigError(`${field}.lease.writeBehind`, `expected a boolean, got ${String(value)}`);
+  }
+  return value;
 }
 
 function integer(value: unknown, field: string): number {
@@ -482,12 +495,13 @@ function windowed<A extends WindowAlgorithm>(
     fail: failMode(raw.fail, `${field}.fail`),
   };
   if (raw.lease === 'exact') {
-    return { ...rule, exact: true, maxFraction: 0, leaseTtlMs: 0, horizonMs: 0 };
+    return { ...rule, exact: true, maxFraction: 0, leaseTtlMs: 0, horizonMs: 0, writeBehind: false };
   }
   const lease = leaseObject<WindowLeaseOptions>(raw.lease ?? {}, field);
   return {
     ...rule,
     exact: false,
+    writeBehind: writeBehind(lease.writeBehind, field),
     maxFraction:
       lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`),
     leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),

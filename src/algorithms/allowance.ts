@@ -16,13 +16,15 @@ export interface AllowanceAsk {
 }
 
 /**
- * An allowance from `room` tokens left of `capacity`: none below half the capacity, else the room
- * over twice the fleet (so a whole fleet's allowances, spent at once, take at most half the room),
- * and none unless it covers `max(1, min, want)`: a busy instance asking for more than its share is
- * leased tokens instead, which keeps the count exact.
+ * An allowance from `room` tokens left of `capacity`: the room above half the capacity over twice
+ * the fleet, and none unless it covers `max(1, min, want)` (a busy instance asking for more than
+ * its share is leased tokens instead, which keeps the count exact). So the allowances a whole fleet
+ * holds at once, spent at once, take at most half of what is above half the capacity: a quarter of
+ * the capacity at most. And they shrink to nothing as the room comes down to half: by the time
+ * leases take the rest, what allowances still admit beyond the count is small.
  */
 export function allowanceFrom(room: number, capacity: number, ask: AllowanceAsk): number {
   if (ask.allowance <= 0 || ask.fleet < 1 || room < capacity / 2) return 0;
-  const allowance = Math.min(ask.allowance, Math.floor(room / (2 * ask.fleet)));
+  const allowance = Math.min(ask.allowance, Math.floor((room - capacity / 2) / (2 * ask.fleet)));
   return allowance < Math.max(1, ask.min, ask.want) ? 0 : allowance;
 }

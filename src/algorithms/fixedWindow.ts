@@ -129,16 +129,17 @@ export function acquire(
  * window's usage no longer matters. A report may take the count above the limit: the window then
  * refuses until it ends.
  *
- * Over the limit (write-behind): an allowance is `min(req.allowance, floor(room / (2 * fleet)))`,
+ * Over the limit (write-behind): an allowance is
+ * `min(req.allowance, floor((room - limit / 2) / (2 * fleet)))` (`allowanceFrom`),
  * granted only while `room >= limit / 2` and only where it covers `max(1, min, want)`; every
  * instance's allowance is replaced (not added to) at its next sync and dies with its window. With
  * `fleet` at least the number of instances N, the tokens a window admits are at most
- * `limit + (N - 1) * floor(limit / (2 * fleet))` (< 1.5 × limit), however the instances
+ * `limit + (N - 1) * floor(limit / (4 * fleet))` (< 1.25 × limit), however the instances
  * interleave, and at most `limit` if no slice is granted while another instance holds an
  * allowance of that window (e.g. while every instance is far from the limit). Why: the count plus
  * the allowances held bounds what the window admitted, and it grows only at a grant; right after
- * an allowance (count <= limit / 2) it is at most `limit / 2 + (2N - 1) * limit / (4 * fleet)`
- * < `limit`, right after a slice (which keeps the count <= limit) at most `limit` plus the others'
+ * an allowance (count <= limit / 2) it is at most `limit / 2 + N * limit / (4 * fleet)`
+ * <= `3/4 limit`, right after a slice (which keeps the count <= limit) at most `limit` plus the others'
  * allowances. `test/unit/windowSync.test.ts` checks both on random fleets.
  */
 export function sync(

@@ -168,11 +168,12 @@ function settle(s: SlidingWindowState, req: WindowSyncRequest): SlidingWindowSta
  * the current count, or to the previous one (it is still weighed); older windows ignore them. A
  * report may take the estimate above the limit: the window then refuses until it has decayed.
  *
- * Over the limit (write-behind): an allowance is `min(req.allowance, floor(room / (2 * fleet)))`,
+ * Over the limit (write-behind): an allowance is
+ * `min(req.allowance, floor((room - limit / 2) / (2 * fleet)))` (`allowanceFrom`),
  * granted only while the room (limit minus the estimate) is at least `limit / 2` and only where it
  * covers `max(1, min, want)`; every instance's allowance is replaced (not added to) at its next
  * sync and dies with its window. With `fleet` at least the number of instances N, each fixed window
- * admits at most `limit + (N - 1) * floor(limit / (2 * fleet))` (< 1.5 × limit), and the estimate
+ * admits at most `limit + (N - 1) * floor(limit / (4 * fleet))` (< 1.25 × limit), and the estimate
  * over the true counts (usage reported or not) stays under the same bound while slices do not lease
  * ahead; both are at most `limit` if no slice is granted while another instance holds an allowance
  * of that window. The argument is the fixed window's (`src/algorithms/fixedWindow.ts`), with the

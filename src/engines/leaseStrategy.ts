@@ -66,6 +66,11 @@ export interface LeaseStrategy<Res> {
   /** Whether the store may grant allowances (write-behind) for this rule. */
   readonly writeBehind: boolean;
   /**
+   * Whether, with write-behind, a key's first request on an instance may be admitted before the
+   * store answers: its usage must then be reportable without knowing what the store would say.
+   */
+  readonly firstSight: boolean;
+  /**
    * Whether tokens held when their window ends are still worth handing back (a sliding window
    * weighs the previous window); otherwise they simply die with it.
    */

@@ -183,6 +183,7 @@ export class LeasedKey<Res> implements KeyState {
       // key), and the store asked in the background for the key's state.
       if (
         s.writeBehind &&
+        s.firstSight &&
         !this.#known &&
         !this.#inflight &&
         attempt === 0 &&

@@ -20,6 +20,7 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
   readonly limit: number;
   readonly maxLease: number;
   readonly writeBehind: boolean;
+  readonly firstSight = true;
   readonly carriesOver = false;
   readonly #shape: TokenBucketShape;
   /** Last known level after our grant, and when we learned it. */

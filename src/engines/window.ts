@@ -12,21 +12,32 @@
  * as it opens), so a saturated key does not send every instance to the store for each token.
  */
 import { windowEnd, windowIndex, windowStart } from '../algorithms/fixedWindow.js';
-import type { WindowAcquireRequest, WindowGrant, WindowReleaseRequest } from '../algorithms/window.js';
+import type {
+  WindowAcquireRequest,
+  WindowGrant,
+  WindowReleaseRequest,
+  WindowSyncRequest,
+  WindowSyncResult,
+} from '../algorithms/window.js';
 import type { WindowRule } from '../policy.js';
 import type { Operation } from '../stores/store.js';
 import {
   fixedWindowAcquire,
   fixedWindowRelease,
+  fixedWindowSync,
   slidingWindowAcquire,
   slidingWindowRelease,
+  slidingWindowSync,
 } from '../stores/windowOps.js';
 import { type Engine, seconds } from './engine.js';
 import { LeasedKey } from './leasedKey.js';
 import type { Grant, LeaseStrategy, StoreRequest, SyncParams } from './leaseStrategy.js';
 
 interface WindowAlgorithm {
+  /** An exact decision. */
   readonly acquire: Operation<unknown, WindowAcquireRequest, WindowGrant>;
+  /** Reports, hand-backs, slices and allowances. */
+  readonly sync: Operation<unknown, WindowSyncRequest, WindowSyncResult>;
   readonly release: Operation<unknown, WindowReleaseRequest, null>;
   /**
    * Whether a window's count still matters during the next window (the sliding window weighs it),
@@ -39,20 +50,24 @@ interface WindowAlgorithm {
 const ALGORITHMS: Record<WindowRule['algorithm'], WindowAlgorithm> = {
   'fixed-window': {
     acquire: fixedWindowAcquire as WindowAlgorithm['acquire'],
+    sync: fixedWindowSync as WindowAlgorithm['sync'],
     release: fixedWindowRelease as WindowAlgorithm['release'],
     carriesOver: false,
   },
   'sliding-window': {
     acquire: slidingWindowAcquire as WindowAlgorithm['acquire'],
+    sync: slidingWindowSync as WindowAlgorithm['sync'],
     release: slidingWindowRelease as WindowAlgorithm['release'],
     carriesOver: true,
   },
 };
 
-class WindowStrategy implements LeaseStrategy<WindowGrant> {
+class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
   readonly limit: number;
   readonly maxLease: number;
-  readonly writeBehind = false;
+  readonly writeBehind: boolean;
+  // Usage names its window, which only the store's first reply tells.
+  readonly firstSight = false;
   readonly carriesOver: boolean;
   readonly #algorithm: WindowAlgorithm;
   /** What the last store reply said, in local time. */
@@ -67,18 +82,19 @@ class WindowStrategy implements LeaseStrategy<WindowGrant> {
     this.#algorithm = ALGORITHMS[rule.algorithm];
     this.carriesOver = this.#algorithm.carriesOver;
     this.limit = rule.limit;
+    this.writeBehind = rule.writeBehind;
     // A slice is sized by the quota left (`cap`), not by a fixed most.
     this.maxLease = rule.limit;
     this.#remaining = rule.limit;
   }
 
-  sync(p: SyncParams): StoreRequest<WindowGrant> {
+  sync(p: SyncParams): StoreRequest<WindowGrant | WindowSyncResult> {
     const { rule } = this;
     // Only an instance expecting more requests takes tokens that open later (for the request at
     // hand alone they would come too late), and not in the window's last horizon: what opens
     // then is usable only by whoever happens to ask in time, and is lost when the window ends.
     const ahead = !p.exact && p.want > p.min && this.#windowEndsAt - p.sentAt > rule.horizonMs;
-    const req: WindowAcquireRequest = {
+    const acquire = {
       limit: rule.limit,
       windowMs: rule.windowMs,
       want: p.want,
@@ -86,10 +102,18 @@ class WindowStrategy implements LeaseStrategy<WindowGrant> {
       ahead,
       firstHit: rule.firstHit,
     };
-    return { op: this.#algorithm.acquire, req };
+    if (p.exact) return { op: this.#algorithm.acquire, req: acquire };
+    const report = {
+      used: p.used,
+      returned: p.returned,
+      window: p.window,
+      allowance: p.allowance ? rule.limit : 0,
+      fleet: p.fleet,
+    };
+    return { op: this.#algorithm.sync, req: { ...acquire, ...report } };
   }
 
-  learn(result: WindowGrant, p: SyncParams): Grant {
+  learn(result: WindowGrant | WindowSyncResult, p: SyncParams): Grant {
     this.#window = result.window;
     this.#remaining = result.remaining;
     this.#opensPerMs = result.opensPerMs;
@@ -97,7 +121,7 @@ class WindowStrategy implements LeaseStrategy<WindowGrant> {
     this.#resetAt = p.sentAt + result.resetMs;
     return {
       granted: result.granted,
-      allowance: 0,
+      allowance: 'allowance' in result ? result.allowance : 0,
       // Where this grant starts in the queue of tokens opening in the window.
       levelBefore: result.remaining + result.granted,
       opensPerMs: result.opensPerMs,
@@ -107,8 +131,22 @@ class WindowStrategy implements LeaseStrategy<WindowGrant> {
     };
   }
 
-  handBack(window: number, _used: number, returned: number): StoreRequest<null> {
-    return this.release(window, returned);
+  handBack(window: number, used: number, returned: number): StoreRequest<WindowSyncResult> {
+    const { rule } = this;
+    const req = {
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      want: 0,
+      min: 0,
+      ahead: false,
+      firstHit: rule.firstHit,
+      used,
+      returned,
+      window,
+      allowance: 0,
+      fleet: 0,
+    };
+    return { op: this.#algorithm.sync, req };
   }
 
   release(window: number, tokens: number): StoreRequest<null> {
