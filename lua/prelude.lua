@@ -14,10 +14,16 @@ end
 -- The explicit clock (simulator, tests) when ARGV[index] is set, else Redis TIME in ms: gateway
 -- clocks drift, the store's is the one all instances share.
 local explicit_clock = false
+-- Redis TIME, read once per call: a batch runs atomically, so all its operations decide at one
+-- instant, and it costs one command instead of one per operation.
+local store_now = nil
 local function now_arg(index)
   if ARGV[index] == nil or ARGV[index] == '' then
-    local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if store_now == nil then
+      local t = redis.call('TIME')
+      store_now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    return store_now
   end
   explicit_clock = true
   return number_arg(index, 'now', true)

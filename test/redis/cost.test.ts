@@ -181,4 +181,27 @@ describe('Redis cost per algorithm (printed for docs/algorithms.md)', () => {
       expect(leasedBy.get(name), name).toBeLessThanOrEqual(0.1);
     }
   });
+
+  it('reads Redis TIME once per batch, not once per operation in it', async () => {
+    const client = trackClient(new Redis(server.url, safe));
+    // The store's own clock (no explicit `now`): the scripts read TIME.
+    const store = new RedisStore({ client, prefix: 'time-once', timeoutMs: 2000 });
+    await store.ready();
+    const limiter = new Limiter({
+      store,
+      policies: { p: { algorithm: 'token-bucket', rate: 100, burst: 100, lease: 'exact' } },
+      sweepIntervalMs: 0,
+    });
+    await limiter.consume('p', 'warm');
+    const before = await commandStats();
+    const trips = store.roundTrips;
+    await Promise.all(Array.from({ length: 50 }, (_, i) => limiter.consume('p', `k${i}`)));
+    const after = await commandStats();
+    const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    expect(store.roundTrips - trips, 'the 50 calls of one turn travel in one batch').toBe(1);
+    expect(delta('time'), 'one TIME for the whole batch').toBe(1);
+    expect(delta('hset'), 'every operation still ran').toBe(50);
+    await limiter.close();
+    await store.close();
+  });
 });
