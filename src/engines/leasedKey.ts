@@ -37,6 +37,13 @@ export type LeasedRule = TokenBucketRule | WindowRule;
 
 // Leftovers below this are rounding, not tokens worth a store call.
 const EPSILON = 1e-9;
+/**
+ * Usage under an allowance is reported at least once per this many lease times. Not sooner: the
+ * over-admission bound does not depend on when usage is reported (each instance's allowance is
+ * replaced at its next sync), and on a long tail each report is a store call for a key seen a
+ * few times; a crash loses at most the allowance either way.
+ */
+const REPORT_EVERY_LEASES = 10;
 
 /** Tokens held for one window (a bucket has a single window that never ends). */
 interface Slice {
@@ -72,7 +79,7 @@ export class LeasedKey<Res> implements KeyState {
   #spentInFlight = 0;
   /** Whether the store ever answered for this key here: before that, the first sight. */
   #known = false;
-  /** Local time of the last sync sent: usage is reported at least once a lease time. */
+  /** Local time of the last sync sent: usage is reported at least every `REPORT_EVERY_LEASES` lease times. */
   #lastSync = 0;
 
   constructor(
@@ -411,9 +418,9 @@ export class LeasedKey<Res> implements KeyState {
   sweep(now: number): boolean {
     if (this.#inflight) return false;
     this.#expire(now);
-    // Usage is reported at least once a lease time (keeping the allowance), so the store's view
-    // catches up and a crash loses little of it.
-    if (this.unreported > 0 && now - this.#lastSync >= this.rule.leaseTtlMs) {
+    // Usage is reported now and then even if the allowance lasts (keeping it), so the store's view
+    // catches up.
+    if (this.unreported > 0 && now - this.#lastSync >= REPORT_EVERY_LEASES * this.rule.leaseTtlMs) {
       this.#acquire(0, BACKGROUND).catch(() => {});
       return false;
     }
