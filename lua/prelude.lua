@@ -56,9 +56,9 @@ local function bucket_level(bucket, now, rate, period, burst)
 end
 
 -- Write-behind allowance: port of allowanceFrom() in src/algorithms/allowance.ts.
-local function allowance_from(room, capacity, allowance, fleet, min, want)
+local function allowance_from(room, capacity, base, allowance, fleet, min, want)
   if allowance <= 0 or fleet < 1 or room < capacity / 2 then return 0 end
-  local granted = math.min(allowance, math.floor((room - capacity / 2) / (2 * fleet)))
+  local granted = math.min(allowance, math.floor((room - base) / (2 * fleet)))
   if granted < math.max(1, min, want) then return 0 end
   return granted
 end

@@ -23,7 +23,7 @@ local refilled, ts = bucket_level(bucket, now, rate, period, burst)
 -- A debt from reported usage stops at one burst; a level leases already took lower stays.
 local settled = math.min(burst, refilled + returned)
 local level = math.max(settled - used, math.min(settled, -burst))
-local granted_allowance = allowance_from(level, burst, allowance, fleet, min, want)
+local granted_allowance = allowance_from(level, burst, 0, allowance, fleet, min, want)
 local granted = 0
 if granted_allowance == 0 and want > 0 then
   local room = level + ahead

@@ -39,9 +39,9 @@ export interface LeaseOptions {
   horizon?: Duration;
   /**
    * Far from the limit, admit locally within an allowance the store grants (a share of what the
-   * bucket holds above half, divided by the fleet) and report usage later in a batch; admit a
+   * bucket holds while at least half full, divided by the fleet) and report usage later in a batch; admit a
    * key's first request on an instance before the store answers. This trades a stated
-   * over-admission (docs/architecture.md "Guarantees": at most a quarter of the burst, plus one
+   * over-admission (docs/architecture.md "Guarantees": at most half the burst, plus one
    * request per instance seeing a key for the first time) for a store call per allowance instead
    * of per lease. `false` keeps every admission backed by tokens the store debited.
    * @default true

@@ -16,15 +16,19 @@ export interface AllowanceAsk {
 }
 
 /**
- * An allowance from `room` tokens left of `capacity`: the room above half the capacity over twice
- * the fleet, and none unless it covers `max(1, min, want)` (a busy instance asking for more than
- * its share is leased tokens instead, which keeps the count exact). So the allowances a whole fleet
- * holds at once, spent at once, take at most half of what is above half the capacity: a quarter of
- * the capacity at most. And they shrink to nothing as the room comes down to half: by the time
- * leases take the rest, what allowances still admit beyond the count is small.
+ * An allowance from `room` tokens left of `capacity`: none below half the capacity, else what is
+ * above `base` over twice the fleet, and none unless it covers `max(1, min, want)` (a busy instance
+ * asking for more than its share is leased tokens instead, which keeps the count exact). So the
+ * allowances a whole fleet holds at once take at most half of `room - base`.
+ *
+ * `base` is 0 for a bucket: it refills, and what allowances admit beyond it is paid back as it
+ * does (at most half the burst outstanding). A window is never refilled, so its allowances must
+ * shrink to nothing by the time leases take the rest: `base` is half its limit (at most a quarter
+ * of the limit outstanding, and little of it left when the room comes down to half). Sized on the
+ * whole room, a window at 6× its limit admitted 7.6 % over (test/windowAccuracy.test.ts).
  */
-export function allowanceFrom(room: number, capacity: number, ask: AllowanceAsk): number {
+export function allowanceFrom(room: number, capacity: number, base: number, ask: AllowanceAsk): number {
   if (ask.allowance <= 0 || ask.fleet < 1 || room < capacity / 2) return 0;
-  const allowance = Math.min(ask.allowance, Math.floor((room - capacity / 2) / (2 * ask.fleet)));
+  const allowance = Math.min(ask.allowance, Math.floor((room - base) / (2 * ask.fleet)));
   return allowance < Math.max(1, ask.min, ask.want) ? 0 : allowance;
 }

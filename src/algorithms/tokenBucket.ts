@@ -196,12 +196,12 @@ export interface SyncResult extends AcquireResult {
  * One instance's dialogue with a bucket in one step: settle what it admitted and what it hands
  * back, then grant an allowance when the bucket is far from empty, else a lease as `acquire` does.
  *
- * Over the limit: an allowance is `(level - burst / 2) / (2 * fleet)`, granted only where it covers
- * `max(1, min, want)` (so only in the top half of the bucket, and only to an instance whose demand
- * it serves as well as a lease would). Every instance's allowance is replaced (not added to) at
- * its next sync, so the tokens admitted under allowances and not yet reported never exceed a
- * quarter of the burst, as long as `fleet` is at least the number of instances: that is the most
- * the fleet can admit beyond the exact bucket. Reported usage may take the level below zero (down
+ * Over the limit: an allowance is `level / (2 * fleet)`, granted only while the bucket is at least
+ * half full and only where it covers `max(1, min, want)` (an instance whose demand it serves as
+ * well as a lease would; `allowanceFrom`). Every instance's allowance is replaced (not added to) at
+ * its next sync, so the tokens admitted under allowances and not yet reported never exceed half
+ * the burst, as long as `fleet` is at least the number of instances: that is the most the fleet
+ * can admit beyond the exact bucket, and the refill pays it back. Reported usage may take the level below zero (down
  * to `-burst`): the bucket then refuses until the refill has paid the debt back.
  */
 export function sync(
@@ -213,7 +213,7 @@ export function sync(
   // A debt from reported usage stops at one burst; a level leases already took lower stays.
   const settled = Math.min(req.burst, refilled + req.returned);
   const level = Math.max(settled - req.used, Math.min(settled, -req.burst));
-  const allowance = allowanceFrom(level, req.burst, req);
+  const allowance = allowanceFrom(level, req.burst, 0, req);
   let granted = 0;
   if (allowance === 0 && req.want > 0) {
     const room = level + req.ahead;
