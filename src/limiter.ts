@@ -352,6 +352,17 @@ export class Limiter {
   #lastRule: Rule | undefined;
   #lastKey = '';
   #lastState: KeyState | undefined;
+  /** LRU lookups and insertions so far (`#entry`): a multi-rule consume's states stay valid while it holds. */
+  #touches = 0;
+  /** The states the last multi-rule consume looked up, and `#touches` then. */
+  #multi: { states: KeyState[]; touches: number } | undefined;
+  /**
+   * While a multi-rule consume decides its rules: the time they are all decided at (one clock read
+   * for all of them, not one per rule).
+   */
+  #instant: number | undefined;
+  /** States disposed so far: a multi-rule consume whose own lookups evicted one is not remembered. */
+  #disposals = 0;
   readonly #pending = new Set<Promise<unknown>>();
   /** `describe`'s answers by rule, with the window each holds for. */
   readonly #described = new Map<Rule, { window: number; description: PolicyDescription }>();
@@ -403,6 +414,8 @@ export class Limiter {
           this.#lastRule = undefined;
           this.#lastState = undefined;
         }
+        this.#multi = undefined;
+        this.#disposals++;
         const keys = this.#byKey.get(state.rule);
         if (keys?.get(state.key) === state) keys.delete(state.key);
         // A reset key's leased tokens belong to the state being deleted: nothing to hand back.
@@ -444,7 +457,7 @@ export class Limiter {
     this.#ctx = {
       store: closing,
       gate,
-      now: this.#now,
+      now: () => this.#instant ?? this.#now(),
       stats: this.#stats,
       nextId: () => `${instanceId}.${(ids++).toString(36)}`,
       track: (promise) => this.#track(promise),
@@ -535,13 +548,33 @@ export class Limiter {
       if (decision !== undefined) return Promise.resolve(alone(decision));
       return this.#checkStore(state, rules[0]!, keys[0]!, costs[0]!, checks[0]).then(aloneOf);
     }
+    const remembered = this.#remembered(rules, keys);
+    const disposals = this.#disposals;
+    const touches = this.#touches;
+    const states: KeyState[] = remembered ?? new Array(n);
     const outcomes: (Consumed | Promise<Consumed>)[] = new Array(n);
     let waits = false;
-    for (let i = 0; i < n; i++) {
-      const outcome = this.#check(rules[i]!, keys[i]!, costs[i]!, checks[i]);
-      outcomes[i] = outcome;
-      if (outcome instanceof Promise) waits = true;
+    const outer = this.#instant;
+    this.#instant ??= this.#now();
+    try {
+      for (let i = 0; i < n; i++) {
+        this.#stats.decisions++;
+        // Looked up just before its decision, as a lookup may evict the state of an earlier check;
+        // remembered ones while nothing (an observer calling back, say) looked up or evicted since.
+        const unchanged = touches === this.#touches && disposals === this.#disposals;
+        const state = remembered && unchanged ? states[i]! : this.#entry(rules[i]!, keys[i]!);
+        states[i] = state;
+        // A lease hit returns without a promise: the hot path allocates none.
+        const outcome =
+          state.consumeLocal?.(costs[i]!, checks[i]) ??
+          this.#checkStore(state, rules[i]!, keys[i]!, costs[i]!, checks[i]);
+        outcomes[i] = outcome;
+        if (outcome instanceof Promise) waits = true;
+      }
+    } finally {
+      this.#instant = outer;
     }
+    if (!remembered && disposals === this.#disposals) this.#multi = { states, touches: this.#touches };
     // All answered from local state: no promise to wait for.
     if (!waits) return Promise.resolve(allOrNothing(outcomes as Consumed[]));
     return Promise.allSettled(outcomes).then((settled) => {
@@ -827,6 +860,7 @@ export class Limiter {
       this.#byKey.set(rule, keys);
     }
     let state = keys.get(key);
+    this.#touches++;
     // Refreshes recency; the storage key is the state's own string, its hash already computed.
     if (state) this.#entries.get(state.storageKey);
     else {
@@ -843,13 +877,23 @@ export class Limiter {
   }
 
   /**
-   * `check`: the caller's check of a multi-rule consume, for what observers hear (route, shadow).
-   * A lease hit returns without a promise: the hot path allocates none.
+   * The states of a multi-rule consume's checks when they are those of the last one and no lookup
+   * came in between. Its lookups then need not be repeated: they would touch the same entries in
+   * the same order, already the most recent in that order, so they would change nothing.
    */
-  #check(rule: Rule, key: string, cost: number, check?: Check): Consumed | Promise<Consumed> {
-    this.#stats.decisions++;
-    const state = this.#entry(rule, key);
-    return state.consumeLocal?.(cost, check) ?? this.#checkStore(state, rule, key, cost, check);
+  #remembered(rules: readonly Rule[], keys: readonly string[]): KeyState[] | undefined {
+    const memo = this.#multi;
+    if (memo === undefined || memo.touches !== this.#touches || memo.states.length !== rules.length) {
+      return undefined;
+    }
+    for (let i = 0; i < rules.length; i++) {
+      if (memo.states[i]!.rule !== rules[i] || memo.states[i]!.key !== keys[i]) return undefined;
+    }
+    const last = memo.states[rules.length - 1]!;
+    this.#lastRule = last.rule;
+    this.#lastKey = last.key;
+    this.#lastState = last;
+    return memo.states;
   }
 
   async #checkStore(

@@ -95,6 +95,24 @@ describe('Limiter', () => {
     );
   });
 
+  it('repeated multi-rule checks keep the LRU order exact: the least recent state is the one evicted', async () => {
+    const c = clock();
+    const store = new MemoryStore({ now: c.now });
+    const l = limiter({ store, policies: { a: bucket(100), b: bucket(100) }, now: c.now, maxKeys: 3 });
+    const both = [
+      { policy: 'a', key: 'k' },
+      { policy: 'b', key: 'k' },
+    ];
+    await l.consume(both);
+    await l.consume('a', 'j'); // a lookup between two identical multi-rule checks
+    await l.consume(both); // so this one must refresh a/k and b/k: a/j is now the least recent
+    await l.consume('a', 'new'); // evicts a/j
+    const held = async (policy: string, key: string) => (await l.peek(policy, key)).source;
+    expect(await held('a', 'k'), 'a/k still held').toBe('lease');
+    expect(await held('b', 'k'), 'b/k still held').toBe('lease');
+    expect(await held('a', 'j'), 'a/j evicted').toBe('store');
+  });
+
   it('exact mode goes to the store for every admitted request', async () => {
     const store = new MemoryStore();
     const l = limiter({ store, policies: { p: bucket(10, 10, { lease: 'exact' }) } });
