@@ -219,12 +219,17 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       if (limit === 0) return await refuseAll(req, res, next, resolved, property);
       const c = cores ? cores.for(limit!) : native!;
       const outcome = await c.core.check(req);
-      setRequestProperty(req, property, outcome.info);
+      const info = outcome.info;
+      setRequestProperty(req, property, info);
       if (!res.headersSent) setRateLimitHeaders(res, outcome.headers);
       if (outcome.action === 'next') {
-        if (settled && outcome.info) giveBackWhen(settled, req, res, resolved, c.limiter, outcome.info);
+        if (settled && info) giveBackWhen(settled, req, res, resolved, c.limiter, taken(info));
         return next();
       }
+      // Counting a refusal is bookkeeping for `used`: a store failure there leaves it at limit + 1.
+      const refusal =
+        cores && info ? await cores.countRefusal(limit!, info).catch(() => undefined) : undefined;
+      if (settled && refusal) giveBackWhen(settled, req, res, resolved, c.limiter, [refusal]);
       const handler = resolved.handler ?? sendRefusal;
       await handler(req, res, next, { ...resolved, ...outcome, statusCode: outcome.status });
     } catch (err) {
@@ -355,7 +360,10 @@ class PeerCores {
     const policy = `limit-${limit}`;
     const windowMs = this.#o.windowMs!;
     const policies = Object.fromEntries(
-      [...this.#cores.keys(), limit].map((n) => [`limit-${n}`, this.#policy(n)]),
+      [...this.#cores.keys(), limit].flatMap((n) => [
+        [`limit-${n}`, this.#policy(n)],
+        [refusedPolicy(n), { ...this.#policy(REFUSALS), lease: 'exact' as const }],
+      ]),
     );
     // A limiter needs a policy, and a limit function names its values only as requests come.
     if (this.#limiter) this.#limiter.setPolicies(policies);
@@ -366,8 +374,45 @@ class PeerCores {
       limiter: this.#limiter,
       rules: [{ policy, by: 'client', name: identifier ?? `${limit}-in-${duration(windowMs)}` }],
     });
+    const limiter = this.#limiter!;
+    const counted = c;
+    c = {
+      ...counted,
+      // express-rate-limit's totalHits counts refused hits too.
+      getKey: async (key) => {
+        const info = await counted.getKey(key);
+        if (!info) return info;
+        const k = buildKey([['client', key]]);
+        const [window, r] = await Promise.all([
+          limiter.peek(policy, k),
+          limiter.peek(refusedPolicy(limit), k),
+        ]);
+        const refusals = stale(r, window.resetMs) ? 0 : r.limit - r.remaining;
+        return { ...info, totalHits: info.totalHits + refusals };
+      },
+    };
     this.#cores.set(limit, c);
     return c;
+  }
+
+  /**
+   * Counts a refused request, as express-rate-limit counts every hit: `used` (and `current`) keep
+   * rising while a client is refused. The refusals go to a counter of their own, so the window's
+   * count (what admits) stays what tokenlease admitted. Returns what it took (for the skip options).
+   */
+  async countRefusal(limit: number, info: RateLimitInfo): Promise<Took | undefined> {
+    const refused = info.rules.find((r) => r.enforced && r.decision && !r.decision.allowed);
+    if (!refused || !this.#limiter) return undefined;
+    const policy = refusedPolicy(limit);
+    const d = refused.decision!;
+    let count = await this.#limiter.consume(policy, refused.key, refused.cost);
+    if (stale(count, d.resetMs)) {
+      // The counter opened in an earlier window of the client's: its refusals are not this one's.
+      await this.#limiter.reset(policy, refused.key);
+      count = await this.#limiter.consume(policy, refused.key, refused.cost);
+    }
+    info.used = Math.max(0, d.limit - d.remaining) + (count.limit - count.remaining);
+    return { policy, key: refused.key, cost: refused.cost };
   }
 
   all(): BoundCore[] {
@@ -383,6 +428,18 @@ class PeerCores {
       lease: this.#o.lease ?? 'exact',
     };
   }
+}
+
+/** The most refusals a client's window counts (far beyond any request rate). */
+const REFUSALS = 1e12;
+const refusedPolicy = (limit: number) => `refused-${limit}`;
+
+/**
+ * Whether a refusal counter belongs to an earlier window than the client's current one: it opened
+ * at the window's first refusal, so within one window it never ends before the window does.
+ */
+function stale(counter: { resetMs: number }, windowResetMs: number): boolean {
+  return counter.resetMs < windowResetMs;
 }
 
 function checkLimit(limit: unknown): number {
@@ -463,22 +520,33 @@ function responseSettled(res: Response): Settled {
   });
 }
 
-/** skipSuccessfulRequests / skipFailedRequests: refunds every enforced rule once the outcome is known. */
+/** Tokens a request took under one policy: what skipSuccessfulRequests / skipFailedRequests give back. */
+interface Took {
+  policy: string;
+  key: string;
+  cost: number;
+}
+
+/** What an admitted request took: its enforced, allowed rules. */
+function taken(info: RateLimitInfo): Took[] {
+  return info.rules.filter((r) => r.enforced && r.decision?.allowed);
+}
+
+/** skipSuccessfulRequests / skipFailedRequests: gives back what the request took once the outcome is known. */
 function giveBackWhen(
   settled: Settled,
   req: Request,
   res: Response,
   o: ExpressRateLimitOptions,
   limiter: Limiter,
-  info: RateLimitInfo,
+  took: readonly Took[],
 ): void {
   const succeeded = o.requestWasSuccessful ?? ((_req: Request, r: Response) => r.statusCode < 400);
   void settled
     .then(async (how) => {
       const success = how === 'finish' && (await succeeded(req, res));
       if (success ? !o.skipSuccessfulRequests : !o.skipFailedRequests) return;
-      const rules = info.rules.filter((r) => r.enforced && r.decision?.allowed);
-      await Promise.all(rules.map((r) => limiter.refund(r.policy, r.key, r.cost)));
+      await Promise.all(took.map((t) => limiter.refund(t.policy, t.key, t.cost)));
     })
     .catch((err: unknown) => {
       if (o.onError) o.onError(err, req);

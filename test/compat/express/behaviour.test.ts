@@ -82,6 +82,65 @@ describe('resetKey', () => {
   });
 });
 
+describe('refused hits are counted, as express-rate-limit counts them', () => {
+  /** An app answering every request, refused or not, with its req.rateLimit.used and current. */
+  function app(options: Parameters<typeof rateLimit>[0]) {
+    const limiter = rateLimit({
+      keyGenerator: () => 'client-1',
+      handler: (req, res) =>
+        res.status(429).json({ used: req.rateLimit!.used, current: req.rateLimit!.current }),
+      ...options,
+    });
+    const a = express();
+    a.use(limiter);
+    a.get('/', (req, res) => res.json({ used: req.rateLimit!.used, current: req.rateLimit!.current }));
+    a.get('/error', (req, res) => res.status(500).json({ used: req.rateLimit!.used }));
+    return { a, limiter };
+  }
+
+  it('used and current keep rising past limit + 1; the next window starts from 1 again', async () => {
+    vi.useFakeTimers({ now: 5_000_000 });
+    try {
+      const { a, limiter } = app({ limit: 2, windowMs: 60_000 });
+      const seen: number[][] = [];
+      for (let i = 0; i < 5; i++) {
+        const r = await request(a).get('/');
+        seen.push([r.status, r.body.used, r.body.current]);
+      }
+      expect(seen).toEqual([
+        [200, 1, 1],
+        [200, 2, 2],
+        [429, 3, 3],
+        [429, 4, 4],
+        [429, 5, 5],
+      ]);
+      expect(await limiter.getKey('client-1'), 'getKey counts them too').toMatchObject({ totalHits: 5 });
+      vi.advanceTimersByTime(61_000);
+      const next = await request(a).get('/');
+      expect([next.status, next.body.used], 'a new window').toEqual([200, 1]);
+      expect(await limiter.getKey('client-1')).toMatchObject({ totalHits: 1 });
+      await request(a).get('/');
+      const refused = await request(a).get('/');
+      expect([refused.status, refused.body.used], "the last window's refusals are not this one's").toEqual([
+        429, 3,
+      ]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('with skipFailedRequests a refusal (a 429 is a failure) is given back, as upstream decrements it', async () => {
+    const { a } = app({ limit: 1, skipFailedRequests: true });
+    await request(a).get('/').expect(200);
+    for (let i = 0; i < 3; i++) {
+      const r = await request(a).get('/').expect(429);
+      expect(r.body.used, `refusal ${i + 1}`).toBe(2);
+      // The give-back happens once the response is done.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  });
+});
+
 describe('getKey', () => {
   it('reads the hits and the window end of a client key, counting nothing', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
