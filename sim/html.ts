@@ -127,7 +127,7 @@ function section(r: ScenarioReport): string {
     ['policy', s.policy],
     [
       'leases',
-      `${s.lease.granted} granted, avg ${s.lease.averageSize.toFixed(1)} tokens, ${round(s.lease.tokensReturned)} returned, ${round(s.lease.tokensLost)} lost`,
+      `${s.lease.granted} granted, avg ${s.lease.averageSize.toFixed(1)} tokens, ${round(s.lease.tokensReturned)} returned, ${round(s.lease.tokensLost)} lost, ${round(s.lease.tokensUnreported)} admitted and never reported`,
     ],
     ['answered locally', `${s.lease.localPct.toFixed(2)} %`],
   ];

@@ -99,6 +99,14 @@ export interface LimiterStats extends TelemetryCounts {
   leasesGranted: number;
   tokensLeased: number;
   tokensReturned: number;
+  /**
+   * Tokens admitted under write-behind allowances (first sights included). The store counts them
+   * only when they are reported: `tokensAllowed - tokensReported` is what a crash now would leave
+   * uncounted (over-admission, bounded by the allowance; docs/architecture.md "Guarantees").
+   */
+  tokensAllowed: number;
+  /** Of `tokensAllowed`, those sent to the store in a report. */
+  tokensReported: number;
   /** Decisions answered without waiting on the store. */
   localDecisions: number;
   decisions: number;
@@ -380,6 +388,8 @@ export class Limiter {
     leasesGranted: 0,
     tokensLeased: 0,
     tokensReturned: 0,
+    tokensAllowed: 0,
+    tokensReported: 0,
     localDecisions: 0,
     decisions: 0,
   };

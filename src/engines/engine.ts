@@ -22,6 +22,10 @@ export interface Counters {
   leasesGranted: number;
   tokensLeased: number;
   tokensReturned: number;
+  /** Tokens admitted under allowances (first sights included), counted by the store only when reported. */
+  tokensAllowed: number;
+  /** Of `tokensAllowed`, those sent to the store in a report. */
+  tokensReported: number;
   localDecisions: number;
   decisions: number;
 }

@@ -139,6 +139,7 @@ export class LeasedKey<Res> implements KeyState {
   #spendAllowance(now: number, cost: number): void {
     this.allowance -= cost;
     this.unreported += cost;
+    this.ctx.stats.tokensAllowed += cost;
     if (this.#inflight) this.#spentInFlight += cost;
     noteDemand(this.#demand, now, cost);
     if (this.#inflight || this.allowance >= this.#lastAllowance / 4) return;
@@ -198,6 +199,7 @@ export class LeasedKey<Res> implements KeyState {
         !ctx.suspended(this.storageKey)
       ) {
         this.unreported += cost;
+        ctx.stats.tokensAllowed += cost;
         this.#acquire(0).catch(() => {});
         return ctx.answer(0, cost, check, this.#decision(now, true, 0));
       }
@@ -297,6 +299,7 @@ export class LeasedKey<Res> implements KeyState {
     const fleet = ctx.fleet();
     const used = this.unreported;
     this.unreported = 0;
+    ctx.stats.tokensReported += used;
     this.#spentInFlight = 0;
     this.#lastSync = sentAt;
     const p: SyncParams = {
@@ -316,7 +319,10 @@ export class LeasedKey<Res> implements KeyState {
       .catch((err: unknown) => {
         // Never sent: the usage it carried is still to be reported. Otherwise it may have been
         // applied, and a report is never sent twice.
-        if (err instanceof StoreUnavailableError) this.unreported += used;
+        if (err instanceof StoreUnavailableError) {
+          this.unreported += used;
+          ctx.stats.tokensReported -= used;
+        }
         throw err;
       })
       .finally(() => {
@@ -404,6 +410,7 @@ export class LeasedKey<Res> implements KeyState {
     const used = this.unreported;
     if (tokens <= EPSILON && used <= 0) return;
     this.unreported = 0;
+    this.ctx.stats.tokensReported += used;
     const { ctx, rule, s } = this;
     // Usage and tokens of different windows (the window turned): each goes to its own.
     const window = slice?.window ?? this.#reportWindow;
@@ -463,6 +470,7 @@ export class LeasedKey<Res> implements KeyState {
     if (state.unreported >= cost && state.#reportWindow === window) {
       state.unreported -= cost;
       state.allowance += cost;
+      this.ctx.stats.tokensAllowed -= cost;
       return true;
     }
     const slice = state.slice;

@@ -64,6 +64,13 @@ describe('write-behind allowances on real Redis', () => {
     expect(admitted, 'the exact bucket admits the burst').toBeGreaterThanOrEqual(BURST);
     expect(admitted, 'the stated bound').toBeLessThanOrEqual(BURST + BURST / 2 + 20);
     await Promise.all(members.map((m) => m.limiter.close()));
+    const allowed = members.reduce((sum, m) => sum + m.limiter.stats().tokensAllowed, 0);
+    expect(allowed, 'admitted under allowances').toBeGreaterThan(0);
+    for (const m of members) {
+      expect(m.limiter.stats().tokensReported, 'close() reported everything').toBe(
+        m.limiter.stats().tokensAllowed,
+      );
+    }
     const admin = trackClient(new Redis(inject('redisUrl')));
     const level = Number(
       await admin.hget(members[0]!.store.redisKey(storageKey('token-bucket', 'p', 'k')), 'l'),
