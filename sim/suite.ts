@@ -34,9 +34,6 @@ function harmonic(n: number, s: number): number {
   return sum;
 }
 
-/** The issue whose accuracy targets the tail scenarios carry; they are reported until it lands. */
-const TAIL_ISSUE = 'issue 11';
-
 export interface TailShape {
   keys: number;
   /** Per-key limit in requests per second (burst = rate). */
@@ -83,7 +80,6 @@ export function tailScenario(shape: TailShape): ScenarioInput {
     balancer,
     traffic: { demand: { shape: 'steady', load }, keys: { count: keys, zipf: 1 } },
     expect: { maxAbsDriftPct: 1, maxDeniedBelowLimitPct: 0.5 },
-    pending: TAIL_ISSUE,
   };
 }
 
@@ -276,7 +272,6 @@ export const SUITE: ScenarioInput[] = [
     durationMs: 10_000,
     traffic: { demand: { shape: 'steady', load: 1000 }, keys: { count: 1000, zipf: 1 } },
     expect: DRIFT,
-    pending: TAIL_ISSUE,
   },
   ...TAIL_SUITE,
 ];

@@ -49,7 +49,7 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
       returned: p.returned,
       want: p.want,
       min: p.min,
-      ahead: this.rule.ahead,
+      ahead: this.#ahead(p),
       allowance: p.allowance ? this.rule.burst : 0,
       fleet: p.fleet,
     };
@@ -59,7 +59,7 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
   learn(result: AcquireResult | SyncResult, p: SyncParams, now: number): Grant {
     this.#level = result.levelBefore - result.granted;
     this.#levelAt = now;
-    const ahead = p.exact ? 0 : this.rule.ahead;
+    const ahead = this.#ahead(p);
     return {
       granted: result.granted,
       allowance: 'allowance' in result ? result.allowance : 0,
@@ -69,6 +69,15 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
       endsAt: Number.POSITIVE_INFINITY,
       retryAt: now + msUntilRoom(result.levelBefore, { ...this.#shape, min: p.min, ahead }),
     };
+  }
+
+  /**
+   * How far below zero the lease may reach: only for an instance expecting more requests than the
+   * one at hand (a lease sized beyond it). A token that exists only later is too late for the
+   * request at hand, and reserved for a quiet instance it would sit idle while others are refused.
+   */
+  #ahead(p: SyncParams): number {
+    return p.exact || p.want <= p.min ? 0 : this.rule.ahead;
   }
 
   handBack(_window: number, used: number, returned: number): StoreRequest<SyncResult> {
