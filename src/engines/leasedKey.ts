@@ -107,7 +107,9 @@ export class LeasedKey<Res> implements KeyState {
     return this.#decideLocal(cost, check);
   }
 
-  estimate(): Decision {
+  /** Undefined when only the store can say: exact mode, or before the store ever answered here. */
+  estimate(): Decision | undefined {
+    if (this.rule.exact || !this.#known) return undefined;
     const now = this.ctx.now();
     const decision = this.#decision(now, true, 0);
     return decision.remaining >= 1 ? decision : this.#decision(now, false, this.#retryAt - now);
