@@ -20,9 +20,9 @@ local fleet = number_arg(10, 'fleet', true)          -- instances sharing the li
 local now = now_arg(11)                              -- ms
 
 local refilled, ts = bucket_level(bucket, now, rate, period, burst)
--- A debt from reported usage stops at one burst; a level leases already took lower stays.
+-- Reported usage is charged in full, wherever leases left the level: those tokens were admitted.
 local settled = math.min(burst, refilled + returned)
-local level = math.max(settled - used, math.min(settled, -burst))
+local level = settled - used
 local granted_allowance = allowance_from(level, burst, 0, allowance, fleet, min, want)
 local granted = 0
 if granted_allowance == 0 and want > 0 then

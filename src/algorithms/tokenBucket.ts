@@ -201,8 +201,8 @@ export interface SyncResult extends AcquireResult {
  * well as a lease would; `allowanceFrom`). Every instance's allowance is replaced (not added to) at
  * its next sync, so the tokens admitted under allowances and not yet reported never exceed half
  * the burst, as long as `fleet` is at least the number of instances: that is the most the fleet
- * can admit beyond the exact bucket, and the refill pays it back. Reported usage may take the level below zero (down
- * to `-burst`): the bucket then refuses until the refill has paid the debt back.
+ * can admit beyond the exact bucket, and the refill pays it back. Reported usage may take the level below zero (below
+ * what leases took, too): the bucket then refuses until the refill has paid the debt back.
  */
 export function sync(
   state: TokenBucketState | undefined,
@@ -210,9 +210,9 @@ export function sync(
   req: SyncRequest,
 ): Transition<TokenBucketState, SyncResult> {
   const refilled = refill(state, now, req);
-  // A debt from reported usage stops at one burst; a level leases already took lower stays.
+  // Reported usage is charged in full, wherever leases left the level: those tokens were admitted.
   const settled = Math.min(req.burst, refilled + req.returned);
-  const level = Math.max(settled - req.used, Math.min(settled, -req.burst));
+  const level = settled - req.used;
   const allowance = allowanceFrom(level, req.burst, 0, req);
   let granted = 0;
   if (allowance === 0 && req.want > 0) {
