@@ -1,0 +1,81 @@
+import { Redis } from 'ioredis';
+import { Limiter, RedisStore } from '../../src/index.js';
+import { trackClient } from './clients.js';
+import { LedgerStore } from './ledgerStore.js';
+
+/** One limiter instance whose every store call is written down, with the admissions it made. */
+export interface Member {
+  readonly client: Redis;
+  readonly store: RedisStore;
+  readonly ledger: LedgerStore;
+  readonly limiter: Limiter;
+  /** Allowed decisions per client key, counted one by one. */
+  readonly admitted: Map<string, number>;
+  /** Decisions per `source`. */
+  readonly sources: Map<string, number>;
+}
+
+type LimiterOptions = ConstructorParameters<typeof Limiter>[0];
+
+export interface MemberOptions {
+  readonly url: string;
+  readonly policies: LimiterOptions['policies'];
+  readonly prefix: string;
+  readonly timeoutMs: number;
+  /** One clock for the limiter and the store (a virtual one); by default each keeps its own. */
+  readonly now?: () => number;
+  readonly sweepIntervalMs?: number;
+}
+
+/**
+ * A limiter on its own connection, made with the settings the store needs (so the store runs on
+ * it as it is, and a test can cut it to simulate a crash).
+ */
+export async function ledgerMember(options: MemberOptions): Promise<Member> {
+  const { url, policies, prefix, timeoutMs, now, sweepIntervalMs } = options;
+  const client = trackClient(
+    new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false }),
+  );
+  client.on('error', () => {});
+  const store = new RedisStore({ client, prefix, timeoutMs, now });
+  await store.ready();
+  const ledger = new LedgerStore(store);
+  const limiter = new Limiter({ store: ledger, policies, now, sweepIntervalMs });
+  return { client, store, ledger, limiter, admitted: new Map(), sources: new Map() };
+}
+
+/** Longest a decision may take before the test calls it hung (far above any store timeout used). */
+const HUNG_MS = 5000;
+
+/** One request of policy `p`, counted; an error or a hang is recorded in `problems`, never thrown. */
+export async function consumeCounted(m: Member, key: string, problems: string[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => {
+    timer = setTimeout(() => resolve('hung'), HUNG_MS);
+  });
+  try {
+    const d = await Promise.race([m.limiter.consume('p', key), hung]);
+    if (d === 'hung') {
+      problems.push(`a decision on ${key} did not settle within ${HUNG_MS} ms`);
+      return;
+    }
+    if (d.allowed) m.admitted.set(key, (m.admitted.get(key) ?? 0) + 1);
+    const source = d.source ?? 'none';
+    m.sources.set(source, (m.sources.get(source) ?? 0) + 1);
+  } catch (err) {
+    problems.push(String(err));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export const admittedOf = (members: readonly Member[], key: string): number =>
+  members.reduce((sum, m) => sum + (m.admitted.get(key) ?? 0), 0);
+
+/** Keys of the server `client` is connected to that have no TTL. */
+export async function keysWithoutTtl(client: Redis): Promise<string[]> {
+  const keys = await client.keys('*');
+  const ttls = await Promise.all(keys.map((k) => client.pttl(k)));
+  // -2: the key expired between KEYS and PTTL; -1 is a key without a TTL.
+  return keys.filter((_, i) => ttls[i] === -1);
+}
