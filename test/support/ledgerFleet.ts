@@ -1,11 +1,11 @@
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { Limiter, RedisStore } from '../../src/index.js';
 import { trackClient } from './clients.js';
 import { LedgerStore } from './ledgerStore.js';
 
 /** One limiter instance whose every store call is written down, with the admissions it made. */
 export interface Member {
-  readonly client: Redis;
+  readonly client: Redis | Cluster;
   readonly store: RedisStore;
   readonly ledger: LedgerStore;
   readonly limiter: Limiter;
@@ -18,7 +18,8 @@ export interface Member {
 type LimiterOptions = ConstructorParameters<typeof Limiter>[0];
 
 export interface MemberOptions {
-  readonly url: string;
+  /** The server to connect to, or a client to run on (a Cluster's, whose settings the store fixes). */
+  readonly url: string | Cluster;
   readonly policies: LimiterOptions['policies'];
   readonly prefix: string;
   readonly timeoutMs: number;
@@ -33,9 +34,10 @@ export interface MemberOptions {
  */
 export async function ledgerMember(options: MemberOptions): Promise<Member> {
   const { url, policies, prefix, timeoutMs, now, sweepIntervalMs } = options;
-  const client = trackClient(
-    new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false }),
-  );
+  const client =
+    typeof url === 'string'
+      ? trackClient(new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false }))
+      : url;
   client.on('error', () => {});
   const store = new RedisStore({ client, prefix, timeoutMs, now });
   await store.ready();
