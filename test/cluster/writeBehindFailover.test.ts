@@ -6,11 +6,18 @@
  * master is replayed on the new one, nothing runs twice. (The promoted replica may lack the last
  * writes the old master acknowledged: replication is asynchronous, so only the upper bound holds.)
  */
-import { Cluster, Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageKey } from '../../src/stores/keys.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
-import { consumeCounted, keysWithoutTtl, ledgerMember } from '../support/ledgerFleet.js';
+import { masterOf, nodeClient } from '../support/clusterNodes.js';
+import {
+  consumeCounted,
+  fleetCounted,
+  keysWithoutTtl,
+  ledgerMember,
+  traffic,
+} from '../support/ledgerFleet.js';
 import { bucketCharge } from '../support/ledgerStore.js';
 import { type RedisClusterProcess, type RedisProcess, startCluster } from '../support/redisServer.js';
 
@@ -24,25 +31,6 @@ afterAll(async () => {
   await closeAllClients();
   await cluster.stop();
 });
-
-function nodeClient(port: number): Redis {
-  const client = trackClient(new Redis({ host: '127.0.0.1', port, retryStrategy: () => null }));
-  client.on('error', () => {});
-  return client;
-}
-
-/** The master serving `key`, asked of a node that is alive (undefined while the slot is unserved). */
-async function masterOf(key: string, ask: RedisProcess): Promise<RedisProcess | undefined> {
-  const admin = nodeClient(ask.port);
-  try {
-    const slot = Number(await admin.cluster('KEYSLOT', key));
-    const slots = await admin.cluster('SLOTS');
-    const port = slots.find(([lo, hi]) => slot >= lo && slot <= hi)?.[2]?.[1];
-    return cluster.nodes.find((n) => n.port === port);
-  } finally {
-    admin.disconnect();
-  }
-}
 
 describe('write-behind through a Redis Cluster master failover', () => {
   it('batches in flight to a master that fails over: nothing hangs, rejects, leaks or runs twice', async () => {
@@ -70,26 +58,19 @@ describe('write-behind through a Redis Cluster master failover', () => {
     );
     const redisKey = (key: string) => members[0]!.store.redisKey(storageKey('token-bucket', 'p', key));
     const survivor = cluster.nodes[0]!;
-    const victim = (await masterOf(redisKey(KEYS[0]!), survivor))!;
+    const victim = (await masterOf(cluster, redisKey(KEYS[0]!), survivor))!;
     const ask = cluster.nodes.find((n) => n !== victim)!;
     const onVictim: string[] = [];
-    for (const key of KEYS) if ((await masterOf(redisKey(key), ask)) === victim) onVictim.push(key);
+    for (const key of KEYS) if ((await masterOf(cluster, redisKey(key), ask)) === victim) onVictim.push(key);
     let firstSight = '';
     for (let i = 0; !firstSight; i++) {
-      if ((await masterOf(redisKey(`new-${i}`), ask)) === victim) firstSight = `new-${i}`;
+      if ((await masterOf(cluster, redisKey(`new-${i}`), ask)) === victim) firstSight = `new-${i}`;
     }
     onVictim.push(firstSight);
-    for (let i = 0; i < 200 && members.some((m) => m.limiter.stats().fleet !== N); i++) await delay(25);
-    expect(members.map((m) => m.limiter.stats().fleet)).toEqual(members.map(() => N));
+    expect(await fleetCounted(members, N)).toEqual(members.map(() => N));
 
     const problems: string[] = [];
-    let running = true;
-    const loops = members.map(async (m) => {
-      while (running) {
-        await Promise.all(KEYS.map((key) => consumeCounted(m, key, problems)));
-        await delay(3);
-      }
-    });
+    const load = traffic(members, KEYS, problems, 3);
     await delay(300);
     const frozenAt = Date.now();
     process.kill(victim.pid, 'SIGSTOP');
@@ -100,7 +81,7 @@ describe('write-behind through a Redis Cluster master failover', () => {
       // The replica takes over once the other masters agree the victim failed (node timeout 2 s).
       for (let i = 0; i < 150 && (promoted === undefined || promoted === victim); i++) {
         await delay(100);
-        promoted = await masterOf(redisKey(KEYS[0]!), ask).catch(() => undefined);
+        promoted = await masterOf(cluster, redisKey(KEYS[0]!), ask).catch(() => undefined);
       }
     } finally {
       await victim.kill();
@@ -110,8 +91,7 @@ describe('write-behind through a Redis Cluster master failover', () => {
     // Traffic goes on until the promoted master answers for the victim's keys.
     const promotedAt = Date.now();
     await delay(1500);
-    running = false;
-    await Promise.all(loops);
+    await load.stop();
     await Promise.all(members.map((m) => m.limiter.close()));
 
     expect(problems, 'no decision rejects or hangs').toEqual([]);
@@ -126,9 +106,9 @@ describe('write-behind through a Redis Cluster master failover', () => {
     ).length;
     expect(servedAfter, 'the promoted master serves the victim’s keys').toBeGreaterThan(0);
 
-    const masters = [...new Set(await Promise.all(KEYS.map((key) => masterOf(redisKey(key), ask))))];
+    const masters = [...new Set(await Promise.all(KEYS.map((key) => masterOf(cluster, redisKey(key), ask))))];
     for (const key of [...KEYS, firstSight]) {
-      const master = (await masterOf(redisKey(key), ask))!;
+      const master = (await masterOf(cluster, redisKey(key), ask))!;
       const l = await nodeClient(master.port).hget(redisKey(key), 'l');
       const charged = BURST - (l === null ? BURST : Number(l));
       const { most } = bucketCharge(entries, storageKey('token-bucket', 'p', key));

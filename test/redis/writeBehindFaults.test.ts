@@ -13,7 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisStore } from '../../src/index.js';
 import { storageKey } from '../../src/stores/keys.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
-import { admittedOf, consumeCounted, ledgerMember, type Member } from '../support/ledgerFleet.js';
+import {
+  admittedOf,
+  consumeCounted,
+  fleetCounted,
+  ledgerMember,
+  type Member,
+  traffic,
+} from '../support/ledgerFleet.js';
 import { bucketCharge } from '../support/ledgerStore.js';
 import { type RedisProcess, startRedis } from '../support/redisServer.js';
 
@@ -55,34 +62,26 @@ describe('write-behind under lost store calls', () => {
         ledgerMember({ url: server.url, policies, prefix: 'freeze:', timeoutMs: 100 }),
       ),
     );
-    for (let i = 0; i < 200 && members.some((m) => m.limiter.stats().fleet !== N); i++) await delay(25);
-    expect(
-      members.map((m) => m.limiter.stats().fleet),
-      'every instance counted the fleet',
-    ).toEqual(members.map(() => N));
+    expect(await fleetCounted(members, N), 'every instance counted the fleet').toEqual(members.map(() => N));
 
     const errors: string[] = [];
-    let running = true;
     // Each instance asks for every key about every 4 ms: 1500 requests a second per key, so the
     // keys start far from their limit (allowances) and end past it.
-    const loops = members.map(async (m) => {
-      while (running) {
-        await Promise.all(KEYS.map((key) => consumeCounted(m, key, errors)));
-        await delay(4);
-      }
-    });
+    const load = traffic(members, KEYS, errors, 4);
     await delay(250);
     const frozenAt = Date.now();
     process.kill(server.pid, 'SIGSTOP');
     try {
+      // A key every instance sees for the first time: admitted at once and reported in a batch,
+      // which times out (as the allowances' reports do, if any falls due in the freeze).
+      await Promise.all(members.map((m) => consumeCounted(m, 'first-sight', errors)));
       await delay(400);
     } finally {
       process.kill(server.pid, 'SIGCONT');
     }
     const resumedAt = Date.now();
     await delay(1000);
-    running = false;
-    await Promise.all(loops);
+    await load.stop();
     await Promise.all(members.map((m) => m.limiter.close()));
 
     expect(errors, 'no rejection reaches the caller, no decision hangs').toEqual([]);
@@ -99,7 +98,7 @@ describe('write-behind under lost store calls', () => {
 
     const admin = trackClient(new Redis(server.url));
     const report: string[] = [];
-    for (const key of KEYS) {
+    for (const key of [...KEYS, 'first-sight']) {
       const id = members[0]!.store.redisKey(storageKey('token-bucket', 'p', key));
       const admitted = admittedOf(members, key);
       const charged = BURST - (await levelOf(admin, members[0]!.store, key, BURST));
@@ -117,7 +116,8 @@ describe('write-behind under lost store calls', () => {
       // is counted (more may be: leases granted in calls whose reply was lost).
       expect(charged, `${key}: every admission counted`).toBeGreaterThanOrEqual(admitted - 0.01);
       // The stated bound.
-      expect(admitted, `${key}: the bucket was exhausted`).toBeGreaterThanOrEqual(BURST);
+      if (key !== 'first-sight')
+        expect(admitted, `${key}: the bucket was exhausted`).toBeGreaterThanOrEqual(BURST);
       expect(admitted, `${key}: burst + half the level + one first sight per instance`).toBeLessThanOrEqual(
         BURST + BURST / 2 + N,
       );

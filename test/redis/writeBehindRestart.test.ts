@@ -9,7 +9,13 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageKey } from '../../src/stores/keys.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
-import { consumeCounted, keysWithoutTtl, ledgerMember } from '../support/ledgerFleet.js';
+import {
+  consumeCounted,
+  fleetCounted,
+  keysWithoutTtl,
+  ledgerMember,
+  traffic,
+} from '../support/ledgerFleet.js';
 import { bucketCharge } from '../support/ledgerStore.js';
 import { type RedisProcess, startRedis } from '../support/redisServer.js';
 
@@ -50,18 +56,11 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
         ledgerMember({ url: server.url, policies, prefix: 'rs:', timeoutMs: 100 }),
       ),
     );
-    for (let i = 0; i < 200 && members.some((m) => m.limiter.stats().fleet !== N); i++) await delay(25);
-    expect(members.map((m) => m.limiter.stats().fleet)).toEqual(members.map(() => N));
+    expect(await fleetCounted(members, N)).toEqual(members.map(() => N));
 
     const problems: string[] = [];
-    let running = true;
     // Every instance asks for every key about every 3 ms: each turn's syncs share a batch.
-    const loops = members.map(async (m) => {
-      while (running) {
-        await Promise.all(KEYS.map((key) => consumeCounted(m, key, problems)));
-        await delay(3);
-      }
-    });
+    const load = traffic(members, KEYS, problems, 3);
     await delay(300);
     // Frozen first, so that batches are surely in flight when it dies: they never run.
     const killedAt = Date.now();
@@ -81,8 +80,7 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
       await delay(150);
     }
     await delay(300);
-    running = false;
-    await Promise.all(loops);
+    await load.stop();
     await Promise.all(members.map((m) => m.limiter.close()));
 
     expect(problems, 'no decision rejects or hangs').toEqual([]);

@@ -81,3 +81,36 @@ export async function keysWithoutTtl(client: Redis): Promise<string[]> {
   // -2: the key expired between KEYS and PTTL; -1 is a key without a TTL.
   return keys.filter((_, i) => ttls[i] === -1);
 }
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** The fleet each member counted, once every one counted `n` (or after about 5 s). */
+export async function fleetCounted(members: readonly Member[], n: number): Promise<number[]> {
+  for (let i = 0; i < 200 && members.some((m) => m.limiter.stats().fleet !== n); i++) await delay(25);
+  return members.map((m) => m.limiter.stats().fleet);
+}
+
+/**
+ * Every member asks for every key, all keys at once (their syncs share batches), then pauses
+ * `pauseMs`, until `stop()`, which resolves when the last round is in.
+ */
+export function traffic(
+  members: readonly Member[],
+  keys: readonly string[],
+  problems: string[],
+  pauseMs: number,
+): { stop(): Promise<void> } {
+  let running = true;
+  const loops = members.map(async (m) => {
+    while (running) {
+      await Promise.all(keys.map((key) => consumeCounted(m, key, problems)));
+      await delay(pauseMs);
+    }
+  });
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
