@@ -6,6 +6,7 @@
  */
 import type { LimitFunction } from 'p-limit';
 import type { Check, Decision, Reservation, SlotHandle } from '../decision.js';
+import { StoreUnavailableError } from '../errors.js';
 import type { PolicyDescription } from '../limiter.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { Telemetry } from '../observe/telemetry.js';
@@ -174,23 +175,37 @@ export function leaseGranted(ctx: EngineContext, policy: string, key: string, to
 /**
  * Hands leased tokens back in the background: counted, reported to observers, and reported as
  * stranded when the store call fails (the shared state is then short of them until it recovers).
+ * Resolves once the call settled; never rejects.
  */
 export function handBack<S, Req, Res>(
   ctx: EngineContext,
   op: Operation<S, Req, Res>,
   storageKey: string,
   req: Req,
-  returned: { policy: string; key: string; tokens: number; reason: ReturnReason },
-): void {
+  returned: {
+    policy: string;
+    key: string;
+    tokens: number;
+    reason: ReturnReason;
+    /** Called when the call was certainly never sent: what it reported is still to be reported. */
+    unsent?: () => void;
+  },
+): Promise<void> {
   const { policy, key, tokens, reason } = returned;
   ctx.stats.tokensReturned += tokens;
   ctx.telemetry.leaseReturned(policy, key, tokens, reason);
   // Handed back for an oversized cost, the tokens must reach the store before the exact call that
   // follows: that call waits, so this one must not queue behind background work.
   const options = reason === 'oversized' ? {} : BACKGROUND;
-  ctx.track(
-    storeCall(ctx, op, storageKey, req, options).catch(() => ctx.telemetry.stranded(policy, key, tokens)),
+  const call = storeCall(ctx, op, storageKey, req, options).then(
+    () => {},
+    (err: unknown) => {
+      if (err instanceof StoreUnavailableError) returned.unsent?.();
+      ctx.telemetry.stranded(policy, key, tokens);
+    },
   );
+  ctx.track(call);
+  return call;
 }
 
 /** A store call nobody waits for (a refund): tracked for `close()`, errors counted. */

@@ -81,6 +81,8 @@ export class LeasedKey<Res> implements KeyState {
   #known = false;
   /** Local time of the last sync sent: usage is reported at least every `REPORT_EVERY_LEASES` lease times. */
   #lastSync = 0;
+  /** Usage riding on hand-backs still in flight: the state is kept until they settle. */
+  #handingBack = 0;
 
   constructor(
     private readonly ctx: EngineContext,
@@ -420,8 +422,23 @@ export class LeasedKey<Res> implements KeyState {
       const report = s.handBack(this.#reportWindow, used, 0);
       backgroundCall(ctx, report.op, this.storageKey, report.req);
     }
-    const { op, req } = s.handBack(window, window === this.#reportWindow ? used : 0, tokens);
-    handBack(ctx, op, this.storageKey, req, { policy: rule.name, key: this.key, tokens, reason });
+    const reported = window === this.#reportWindow ? used : 0;
+    const { op, req } = s.handBack(window, reported, tokens);
+    // Never sent: its usage goes with the next report, as a sync's does (its tokens are stranded).
+    const reportWindow = this.#reportWindow;
+    const unsent = () => {
+      if (this.#reportWindow === reportWindow) this.unreported += reported;
+    };
+    this.#handingBack += reported;
+    handBack(ctx, op, this.storageKey, req, {
+      policy: rule.name,
+      key: this.key,
+      tokens,
+      reason,
+      unsent,
+    }).finally(() => {
+      this.#handingBack -= reported;
+    });
   }
 
   sweep(now: number): boolean {
@@ -439,6 +456,7 @@ export class LeasedKey<Res> implements KeyState {
       this.slice === undefined &&
       this.allowance <= 0 &&
       this.unreported <= 0 &&
+      this.#handingBack <= 0 &&
       now >= this.#deniedUntil &&
       demandPerMs(this.#demand, now) * 1000 < 0.01
     );
