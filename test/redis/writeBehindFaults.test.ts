@@ -5,7 +5,7 @@
  * down (`LedgerStore`), so the bucket's level in Redis can be checked against what the calls
  * explain: nothing charged twice. Admissions are counted decision by decision against the bound of
  * docs/architecture.md "Guarantees": the exact bucket, plus the allowances' unreported usage (at
- * most half the level at the grant over the whole fleet), plus one first-sight request per
+ * most a quarter of the burst over the whole fleet), plus one first-sight request per
  * instance and key, plus, for each crashed instance, the allowance it held.
  */
 import { Redis } from 'ioredis';
@@ -85,6 +85,9 @@ describe('write-behind under lost store calls', () => {
     await Promise.all(members.map((m) => m.limiter.close()));
 
     expect(errors, 'no rejection reaches the caller, no decision hangs').toEqual([]);
+    const decided = members.reduce((sum, m) => sum + [...m.sources.values()].reduce((a, b) => a + b, 0), 0);
+    const allowed = KEYS.reduce((sum, key) => sum + admittedOf(members, key), 0);
+    expect(decided - allowed, 'the keys went past their limit: requests were refused').toBeGreaterThan(0);
     const entries = members.flatMap((m) => m.ledger.entries);
     const lostReports = entries.filter(
       (e) =>
@@ -117,10 +120,9 @@ describe('write-behind under lost store calls', () => {
       expect(charged, `${key}: every admission counted`).toBeGreaterThanOrEqual(admitted - 0.01);
       // The stated bound.
       if (key !== 'first-sight')
-        expect(admitted, `${key}: the bucket was exhausted`).toBeGreaterThanOrEqual(BURST);
-      expect(admitted, `${key}: burst + half the level + one first sight per instance`).toBeLessThanOrEqual(
-        BURST + BURST / 2 + N,
-      );
+        expect(admitted, `${key}: burst + a quarter + one first sight per instance`).toBeLessThanOrEqual(
+          BURST + BURST / 4 + N,
+        );
       expect(await admin.pttl(id), `${key} has a TTL`).toBeGreaterThan(0);
     }
     console.log(`freeze of 400 ms, ${lostReports.length} usage reports timed out\n${report.join('\n')}`);
@@ -130,7 +132,7 @@ describe('write-behind under lost store calls', () => {
   it('instances crashing with unreported usage: the fleet stays within the bound over the next periods', async () => {
     // A refilling bucket on a virtual clock shared by the limiters and the store (RedisStore `now`),
     // so the exact bucket's admissions over the run are known: burst + rate · elapsed.
-    const BURST = 200;
+    const BURST = 400;
     const RATE_PER_MS = 0.1; // 100 a second
     const N = 8;
     const CRASHED = 4;
@@ -168,12 +170,13 @@ describe('write-behind under lost store calls', () => {
     expect(members.map((m) => m.limiter.stats().fleet)).toEqual(members.map(() => N));
     const errors: string[] = [];
     const start = t;
-    // Far from the limit: every instance learns the key and takes an allowance (200 / 16 = 12).
+    // Far from the limit: every instance learns the key and takes an allowance, (level - 200) / 16:
+    // 12 once the first sights are reported.
     await Promise.all(members.map((m) => consumeCounted(m, 'k', errors)));
     await sweep(members);
     // The instances about to crash spend most of their allowance and report none of it.
     const crashed = members.slice(0, CRASHED);
-    for (const m of crashed) for (let i = 0; i < 9; i++) await consumeCounted(m, 'k', errors);
+    for (const m of crashed) for (let i = 0; i < 8; i++) await consumeCounted(m, 'k', errors);
     for (const m of crashed) m.client.disconnect();
     const admittedByCrashed = admittedOf(crashed, 'k');
 
@@ -194,8 +197,8 @@ describe('write-behind under lost store calls', () => {
     ).toEqual(survivors.map(() => N - CRASHED));
     const admitted = admittedOf(members, 'k');
     const exact = BURST + RATE_PER_MS * (t - start);
-    const share = Math.floor(BURST / (2 * N));
-    const bound = exact + BURST / 2 + N + CRASHED * share;
+    const share = Math.floor(BURST / (4 * N));
+    const bound = exact + BURST / 4 + N + CRASHED * share;
     const reported = crashed
       .flatMap((m) => m.ledger.entries)
       .filter((e) => e.script === 'token_bucket_sync' && e.outcome === 'ok')
@@ -208,9 +211,10 @@ describe('write-behind under lost store calls', () => {
       admittedByCrashed - reported,
       'the crashed instances took unreported usage with them',
     ).toBeGreaterThan(0);
-    expect(admitted, 'exact + half the burst + first sights + one allowance per crash').toBeLessThanOrEqual(
-      bound,
-    );
+    expect(
+      admitted,
+      'exact + a quarter of the burst + first sights + one allowance per crash',
+    ).toBeLessThanOrEqual(bound);
     await Promise.all(survivors.map((m) => m.limiter.close()));
     await Promise.all(members.map((m) => m.store.close()));
   });
