@@ -55,3 +55,10 @@ export interface Check {
    */
   shadow?: boolean;
 }
+
+/** What a policy allows, for response headers (`Limiter.describe`). */
+export interface PolicyDescription {
+  limit: number;
+  /** Seconds to restore the whole limit from empty (at least 1): the policy's window. */
+  windowSeconds: number;
+}

@@ -1,6 +1,13 @@
 export type { Transition } from './algorithms/tokenBucket.js';
 export type { BreakerOptions } from './breaker.js';
-export type { Check, Decision, DecisionSource, Reservation, SlotHandle } from './decision.js';
+export type {
+  Check,
+  Decision,
+  DecisionSource,
+  PolicyDescription,
+  Reservation,
+  SlotHandle,
+} from './decision.js';
 export type { Duration } from './duration.js';
 export {
   ArgumentError,
@@ -16,7 +23,6 @@ export {
   Limiter,
   type LimiterOptions,
   type LimiterStats,
-  type PolicyDescription,
   type ReserveOptions,
   type WaitOptions,
 } from './limiter.js';

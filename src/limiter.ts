@@ -4,7 +4,7 @@ import pLimit from 'p-limit';
 import { windowIndex } from './algorithms/fixedWindow.js';
 import type { BreakerOptions, BreakerState } from './breaker.js';
 import { ClosingStore } from './closing.js';
-import type { Check, Decision, Reservation, SlotHandle } from './decision.js';
+import type { Check, Decision, PolicyDescription, Reservation, SlotHandle } from './decision.js';
 import { MAX_TIMER_MS } from './duration.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
@@ -83,13 +83,6 @@ export interface LimiterOptions {
    * @default { failures: 3, coolDown: '250ms' }
    */
   breaker?: BreakerOptions;
-}
-
-/** See `Limiter.describe`. */
-export interface PolicyDescription {
-  limit: number;
-  /** Seconds to restore the whole limit from empty (at least 1): the policy's window. */
-  windowSeconds: number;
 }
 
 export interface LimiterStats extends TelemetryCounts {

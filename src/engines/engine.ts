@@ -5,9 +5,8 @@
  * all-or-nothing with refunds, stats, `sweep()` and `close()` — and never looks inside a KeyState.
  */
 import type { LimitFunction } from 'p-limit';
-import type { Check, Decision, Reservation, SlotHandle } from '../decision.js';
+import type { Check, Decision, PolicyDescription, Reservation, SlotHandle } from '../decision.js';
 import { StoreUnavailableError } from '../errors.js';
-import type { PolicyDescription } from '../limiter.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { Telemetry } from '../observe/telemetry.js';
 import type { Rule } from '../policy.js';
