@@ -209,3 +209,23 @@ describe('describe()', () => {
     expect(l.describe('p')).toEqual({ limit: 20, windowSeconds: 1 });
   });
 });
+
+describe('the local table (maxKeys)', () => {
+  it('never evicts a key used within the last three quarters of maxKeys lookups, and stays bounded', async () => {
+    const l = limiter({ store: new MemoryStore(), policies: { p: bucket(1e6, 1e9) }, maxKeys: 40 });
+    // A hot key every 25 lookups (under 3/4 of 40) among a stream of fresh keys that fills the
+    // table many times over. `peek` answers from the local state while it is held.
+    let held = 0;
+    for (let i = 0; i < 2000; i++) {
+      const hot = i % 25 === 0;
+      if (hot && i > 0) {
+        expect((await l.peek('p', 'hot')).source, `the hot key is still held at lookup ${i}`).toBe('lease');
+        held++;
+      }
+      await l.consume('p', hot ? 'hot' : `fresh-${i}`);
+      expect(l.stats().keys).toBeLessThanOrEqual(40);
+    }
+    expect(held).toBe(79);
+    expect(l.stats().keys, 'the table is full: fresh keys were evicted').toBe(40);
+  });
+});

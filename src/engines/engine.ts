@@ -90,6 +90,8 @@ export interface KeyState {
   /** The client key. */
   readonly key: string;
   readonly storageKey: string;
+  /** The limiter's bookkeeping: its lookup count when it last refreshed this state's LRU recency. */
+  lruTouch?: number;
   /** `check`: the caller's check of a multi-rule consume (route, shadow), for observers. */
   consume?(cost: number, check?: Check): Promise<Consumed>;
   /** The same decision without a promise when local state alone can answer; undefined otherwise. */

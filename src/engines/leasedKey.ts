@@ -57,6 +57,7 @@ interface Slice {
 
 export class LeasedKey<Res> implements KeyState {
   slice: Slice | undefined;
+  lruTouch = 0;
   readonly #demand: Demand;
   #lastGrant = 0;
   /** The store refused `#deniedCost` tokens: this instance looks again at this local time. */
