@@ -79,8 +79,6 @@ export interface LeaseStrategy<Res> {
   sync(p: SyncParams): StoreRequest<Res>;
   /** Reads a reply of `sync(p)`, received at local time `now`, and remembers what it says. */
   learn(result: Res, p: SyncParams, now: number): Grant;
-  /** A report and hand-back only (no lease, no allowance), for whatever `window` they belong to. */
-  handBack(window: number, used: number, returned: number): StoreRequest<unknown>;
   /** Gives back `tokens` an admission took, to the store. */
   release(window: number, tokens: number): StoreRequest<unknown>;
   /**

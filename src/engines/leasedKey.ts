@@ -420,11 +420,11 @@ export class LeasedKey<Res> implements KeyState {
     // Usage and tokens of different windows (the window turned): each goes to its own.
     const window = slice?.window ?? this.#reportWindow;
     if (used > 0 && window !== this.#reportWindow) {
-      const report = s.handBack(this.#reportWindow, used, 0);
+      const report = s.sync(this.#report(this.#reportWindow, used, 0));
       backgroundCall(ctx, report.op, this.storageKey, report.req);
     }
     const reported = window === this.#reportWindow ? used : 0;
-    const { op, req } = s.handBack(window, reported, tokens);
+    const { op, req } = s.sync(this.#report(window, reported, tokens));
     // Never sent: its usage goes with the next report, as a sync's does (its tokens are stranded).
     const reportWindow = this.#reportWindow;
     const unsent = () => {
@@ -440,6 +440,12 @@ export class LeasedKey<Res> implements KeyState {
     }).finally(() => {
       this.#handingBack -= reported;
     });
+  }
+
+  /** A sync that only reports usage and hands tokens back: no lease, no allowance asked for. */
+  #report(window: number, used: number, returned: number): SyncParams {
+    const sentAt = this.ctx.now();
+    return { used, returned, window, want: 0, min: 0, exact: false, allowance: false, fleet: 0, sentAt };
   }
 
   sweep(now: number): boolean {

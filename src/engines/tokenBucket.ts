@@ -80,11 +80,6 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
     return p.exact || p.want <= p.min ? 0 : this.rule.ahead;
   }
 
-  handBack(_window: number, used: number, returned: number): StoreRequest<SyncResult> {
-    const p = { used, returned, want: 0, min: 0, ahead: 0, allowance: 0, fleet: 0 };
-    return { op: tokenBucketSync, req: { ...this.#shape, ...p } };
-  }
-
   release(_window: number, tokens: number): StoreRequest<null> {
     return { op: tokenBucketRelease, req: { ...this.#shape, tokens } };
   }

@@ -131,24 +131,6 @@ class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
     };
   }
 
-  handBack(window: number, used: number, returned: number): StoreRequest<WindowSyncResult> {
-    const { rule } = this;
-    const req = {
-      limit: rule.limit,
-      windowMs: rule.windowMs,
-      want: 0,
-      min: 0,
-      ahead: false,
-      firstHit: rule.firstHit,
-      used,
-      returned,
-      window,
-      allowance: 0,
-      fleet: 0,
-    };
-    return { op: this.#algorithm.sync, req };
-  }
-
   release(window: number, tokens: number): StoreRequest<null> {
     return { op: this.#algorithm.release, req: { windowMs: this.rule.windowMs, window, tokens } };
   }
