@@ -121,18 +121,17 @@ export class LeasedKey<Res> implements KeyState {
   #decideLocal(cost: number, check: Check | undefined): Decision | undefined {
     const { ctx, rule, s } = this;
     if (rule.exact || cost > s.maxLease) return undefined;
-    if (this.allowance >= cost) {
-      const now = ctx.now();
-      if (now < this.#allowanceEndsAt) {
-        this.#spendAllowance(now, cost);
-        return ctx.answer(0, cost, check, this.#decision(now, true, 0));
-      }
-    }
     const slice = this.slice;
-    if (slice === undefined) return undefined;
+    if (slice === undefined && this.allowance < cost) return undefined;
     const now = ctx.now();
+    if (this.#spendAllowance(now, cost)) return ctx.answer(0, cost, check, this.#decision(now, true, 0));
     // Expiry, hand-backs and the window's end are left to `consume`.
-    if (now >= slice.endsAt || now >= slice.expiresAt || !lease.take(slice.segments, now, cost)) {
+    if (
+      slice === undefined ||
+      now >= slice.endsAt ||
+      now >= slice.expiresAt ||
+      !lease.take(slice.segments, now, cost)
+    ) {
       return undefined;
     }
     noteDemand(this.#demand, now, cost);
@@ -140,17 +139,22 @@ export class LeasedKey<Res> implements KeyState {
     return ctx.answer(0, cost, check, this.#decision(now, true, 0));
   }
 
-  /** Admits under the allowance; the next sync starts when a quarter of it is left. */
-  #spendAllowance(now: number, cost: number): void {
+  /**
+   * Admits under the allowance when it covers `cost` now (false: nothing changed); the next sync
+   * starts when a quarter of it is left.
+   */
+  #spendAllowance(now: number, cost: number): boolean {
+    if (this.allowance < cost || now >= this.#allowanceEndsAt) return false;
     this.allowance -= cost;
     this.unreported += cost;
     this.ctx.stats.tokensAllowed += cost;
     if (this.#inflight) this.#spentInFlight += cost;
     noteDemand(this.#demand, now, cost);
-    if (this.#inflight || this.allowance >= this.#lastAllowance / 4) return;
+    if (this.#inflight || this.allowance >= this.#lastAllowance / 4) return true;
     // Near the limit the store answers with a lease instead: only worth holding for a key this
     // instance expects again soon (as for refilling ahead).
     this.#acquire(this.#expectedSoon(now) ? 1 : 0, BACKGROUND).catch(() => {});
+    return true;
   }
 
   #consumed(decision: Decision, cost: number): Consumed {
@@ -181,8 +185,7 @@ export class LeasedKey<Res> implements KeyState {
     }
     for (let attempt = 0; ; attempt++) {
       const now = ctx.now();
-      if (this.allowance >= cost && now < this.#allowanceEndsAt) {
-        this.#spendAllowance(now, cost);
+      if (this.#spendAllowance(now, cost)) {
         return ctx.answer(attempt, cost, check, this.#decision(now, true, 0));
       }
       this.#expire(now);
