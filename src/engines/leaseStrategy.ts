@@ -32,6 +32,13 @@ export interface SyncParams {
    * ahead into tokens that exist only later, and no allowance.
    */
   readonly exact: boolean;
+  /**
+   * Whether the lease may take tokens that exist only later: only a lease sized beyond the waiting
+   * request (an instance expecting more requests), never an exact one. A token that exists only
+   * later is too late for the request at hand, and reserved for a quiet instance it would sit idle
+   * while others are refused.
+   */
+  readonly reachAhead: boolean;
   /** Whether an allowance may be granted instead of a lease. */
   readonly allowance: boolean;
   /** Instances sharing the limits (0: unknown). */

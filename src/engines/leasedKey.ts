@@ -253,6 +253,7 @@ export class LeasedKey<Res> implements KeyState {
       want: cost,
       min: cost,
       exact: true,
+      reachAhead: false,
       allowance: false,
       fleet: 0,
       sentAt,
@@ -317,6 +318,7 @@ export class LeasedKey<Res> implements KeyState {
       want,
       min: Math.min(min, want),
       exact: false,
+      reachAhead: want > min,
       allowance: s.writeBehind && fleet > 0,
       fleet,
       sentAt,
@@ -447,8 +449,18 @@ export class LeasedKey<Res> implements KeyState {
 
   /** A sync that only reports usage and hands tokens back: no lease, no allowance asked for. */
   #report(window: number, used: number, returned: number): SyncParams {
-    const sentAt = this.ctx.now();
-    return { used, returned, window, want: 0, min: 0, exact: false, allowance: false, fleet: 0, sentAt };
+    return {
+      used,
+      returned,
+      window,
+      want: 0,
+      min: 0,
+      exact: false,
+      reachAhead: false,
+      allowance: false,
+      fleet: 0,
+      sentAt: this.ctx.now(),
+    };
   }
 
   sweep(now: number): boolean {

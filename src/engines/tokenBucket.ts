@@ -49,7 +49,7 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
       returned: p.returned,
       want: p.want,
       min: p.min,
-      ahead: this.#ahead(p),
+      ahead: p.reachAhead ? this.rule.ahead : 0,
       allowance: p.allowance ? this.rule.burst : 0,
       fleet: p.fleet,
     };
@@ -59,7 +59,7 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
   learn(result: AcquireResult | SyncResult, p: SyncParams, now: number): Grant {
     this.#level = result.levelBefore - result.granted;
     this.#levelAt = now;
-    const ahead = this.#ahead(p);
+    const ahead = p.reachAhead ? this.rule.ahead : 0;
     return {
       granted: result.granted,
       allowance: 'allowance' in result ? result.allowance : 0,
@@ -69,15 +69,6 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
       endsAt: Number.POSITIVE_INFINITY,
       retryAt: now + msUntilRoom(result.levelBefore, { ...this.#shape, min: p.min, ahead }),
     };
-  }
-
-  /**
-   * How far below zero the lease may reach: only for an instance expecting more requests than the
-   * one at hand (a lease sized beyond it). A token that exists only later is too late for the
-   * request at hand, and reserved for a quiet instance it would sit idle while others are refused.
-   */
-  #ahead(p: SyncParams): number {
-    return p.exact || p.want <= p.min ? 0 : this.rule.ahead;
   }
 
   release(_window: number, tokens: number): StoreRequest<null> {

@@ -90,10 +90,9 @@ class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
 
   sync(p: SyncParams): StoreRequest<WindowGrant | WindowSyncResult> {
     const { rule } = this;
-    // Only an instance expecting more requests takes tokens that open later (for the request at
-    // hand alone they would come too late), and not in the window's last horizon: what opens
-    // then is usable only by whoever happens to ask in time, and is lost when the window ends.
-    const ahead = !p.exact && p.want > p.min && this.#windowEndsAt - p.sentAt > rule.horizonMs;
+    // Not in the window's last horizon: what opens then is usable only by whoever happens to ask
+    // in time, and is lost when the window ends.
+    const ahead = p.reachAhead && this.#windowEndsAt - p.sentAt > rule.horizonMs;
     const acquire = {
       limit: rule.limit,
       windowMs: rule.windowMs,
