@@ -29,15 +29,20 @@ local function now_arg(index)
   return number_arg(index, 'now', true)
 end
 
--- Sets the key's TTL to when its state stops mattering. Redis expires keys by its own clock, so
--- under an explicit (virtual) clock that may run slower than Redis's, keep keys at least a minute:
+-- The TTL of state that stops mattering in `ms`. Redis expires keys by its own clock, so under an
+-- explicit (virtual) clock that may run slower than Redis's, keep keys at least a minute:
 -- otherwise Redis could forget a bucket that virtual time still needs.
 -- At most MAX_TTL_MS of src/algorithms/tokenBucket.ts: larger values (or a non-finite one) would
 -- make PEXPIRE fail after the state was written, leaving a key that never expires.
-local function expire_in(key, ms)
+local function ttl_ms(ms)
   if explicit_clock then ms = math.max(ms, 60000) end
   if not (ms <= 1e13) then ms = 1e13 end
-  redis.call('PEXPIRE', key, ms)
+  return ms
+end
+
+-- Sets the key's TTL to when its state stops mattering.
+local function expire_in(key, ms)
+  redis.call('PEXPIRE', key, ttl_ms(ms))
 end
 
 -- Doubles survive a round trip through a Redis string only with 17 significant digits.
@@ -45,14 +50,35 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
+-- A token bucket is a string "level time" (the level may be negative; time is store time in ms):
+-- read with one GET and written with one SET that also sets its expiry, where a hash took HMGET,
+-- HSET and PEXPIRE. The hash tokenlease 0.1 wrote is still read; the next write replaces it.
+local function bucket_stored(bucket)
+  local stored = redis.pcall('GET', bucket)
+  if type(stored) == 'string' then
+    local space = string.find(stored, ' ', 1, true)
+    return tonumber(string.sub(stored, 1, space - 1)), tonumber(string.sub(stored, space + 1))
+  end
+  if type(stored) == 'table' and stored.err then
+    local legacy = redis.call('HMGET', bucket, 'l', 't')
+    if legacy[1] then return tonumber(legacy[1]), tonumber(legacy[2]) end
+  end
+  return nil, nil
+end
+
 -- Token bucket state at `now`: the refilled level and the stored time (nil when the bucket is
 -- absent, i.e. full). Port of refill() in src/algorithms/tokenBucket.ts, same arithmetic order.
 local function bucket_level(bucket, now, rate, period, burst)
-  local stored = redis.call('HMGET', bucket, 'l', 't')
-  if not stored[1] then return burst, nil end
-  local ts = tonumber(stored[2])
+  local level, ts = bucket_stored(bucket)
+  if level == nil then return burst, nil end
   local elapsed = math.max(0, now - ts)
-  return math.min(burst, tonumber(stored[1]) + (elapsed * rate) / period), ts
+  return math.min(burst, level + (elapsed * rate) / period), ts
+end
+
+-- Stores `level` at `now`. The key expires exactly when the bucket would be full again: then
+-- absence means the same thing.
+local function bucket_write(bucket, level, now, rate, period, burst)
+  redis.call('SET', bucket, fmt(level) .. ' ' .. fmt(now), 'PX', ttl_ms(math.ceil(((burst - level) * period) / rate) + 1))
 end
 
 -- Write-behind allowance: port of allowanceFrom() in src/algorithms/allowance.ts.

@@ -2,7 +2,7 @@
 -- debit, all in one atomic step. Port of acquire() in src/algorithms/tokenBucket.ts: keep the
 -- arithmetic in the same order so Redis and MemoryStore produce identical doubles.
 --
--- KEYS[1]  hash  bucket: l = level (tokens, may be negative down to -ahead), t = store time in ms
+-- KEYS[1]  string  bucket: "level time" (level may be negative down to -ahead; store time in ms)
 -- Returns  { granted, level_before, now } as strings (Lua numbers would be truncated to integers).
 
 local bucket = KEYS[1]
@@ -23,14 +23,11 @@ if granted == 0 then
   -- A refusal writes nothing, unless the clock went backwards: then `t` moves back to now, or the
   -- bucket would refill nothing until the clock caught up with the old `t`.
   if ts ~= nil and now < ts then
-    redis.call('HSET', bucket, 'l', fmt(level), 't', fmt(now))
-    expire_in(bucket, math.ceil(((burst - level) * period) / rate) + 1)
+    bucket_write(bucket, level, now, rate, period, burst)
   end
   return { '0', fmt(level), fmt(now) }
 end
 
 local next_level = level - granted
-redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
--- The key expires exactly when the bucket would be full again: then absence means the same thing.
-expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+bucket_write(bucket, next_level, now, rate, period, burst)
 return { fmt(granted), fmt(level), fmt(now) }

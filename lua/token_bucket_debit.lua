@@ -2,7 +2,7 @@
 -- Never refuses; takes the level down to empty and no further, and leaves a negative level alone.
 -- Port of debit() in src/algorithms/tokenBucket.ts.
 --
--- KEYS[1]  hash  bucket: l = level (tokens), t = store time in ms
+-- KEYS[1]  string  bucket: "level time" (store time in ms)
 -- Returns  the tokens actually taken, as a string.
 
 local bucket = KEYS[1]
@@ -16,6 +16,5 @@ local level, ts = bucket_level(bucket, now, rate, period, burst)
 
 local next_level = math.max(level - tokens, math.min(level, 0))
 if next_level == level and ts ~= nil and now >= ts then return fmt(0) end
-redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
-expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+bucket_write(bucket, next_level, now, rate, period, burst)
 return fmt(level - next_level)

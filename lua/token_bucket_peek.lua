@@ -1,7 +1,7 @@
 -- Token bucket read: what a request of cost 1 would see now. Reads only: no key is created,
 -- written or given a new expiry. Port of peek() in src/algorithms/tokenBucket.ts.
 --
--- KEYS[1]  hash  bucket: l = level, t = store time in ms (absent: full)
+-- KEYS[1]  string  bucket: "level time" (store time in ms; absent: full)
 -- Returns  { remaining, reset_ms, retry_ms } as strings.
 
 local bucket = KEYS[1]

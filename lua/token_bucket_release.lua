@@ -1,7 +1,7 @@
 -- Token bucket lease return: refill, add back unused leased tokens, never above capacity.
 -- Port of release() in src/algorithms/tokenBucket.ts.
 --
--- KEYS[1]  hash  bucket: l = level (tokens), t = store time in ms
+-- KEYS[1]  string  bucket: "level time" (store time in ms)
 -- Returns  the level after the return as a string, or false when the bucket had expired (= full).
 
 local bucket = KEYS[1]
@@ -14,6 +14,5 @@ local now = now_arg(5)                            -- ms
 local level, ts = bucket_level(bucket, now, rate, period, burst)
 if ts == nil then return false end
 local next_level = math.min(burst, level + tokens)
-redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
-expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+bucket_write(bucket, next_level, now, rate, period, burst)
 return fmt(next_level)

@@ -3,7 +3,7 @@
 -- far from empty, else a lease as token_bucket_acquire does. Port of sync() in
 -- src/algorithms/tokenBucket.ts: keep the arithmetic in the same order.
 --
--- KEYS[1]  hash  bucket: l = level (tokens, may be negative), t = store time in ms
+-- KEYS[1]  string  bucket: "level time" (level may be negative; store time in ms)
 -- Returns  { granted, allowance, level_before, now } as strings
 
 local bucket = KEYS[1]
@@ -35,12 +35,10 @@ local settles = used > 0 or (returned > 0 and ts ~= nil)
 if not settles and granted == 0 then
   -- Nothing written, unless the clock went backwards (as for a refusal in token_bucket_acquire).
   if ts ~= nil and now < ts then
-    redis.call('HSET', bucket, 'l', fmt(level), 't', fmt(now))
-    expire_in(bucket, math.ceil(((burst - level) * period) / rate) + 1)
+    bucket_write(bucket, level, now, rate, period, burst)
   end
   return reply
 end
 local next_level = level - granted
-redis.call('HSET', bucket, 'l', fmt(next_level), 't', fmt(now))
-expire_in(bucket, math.ceil(((burst - next_level) * period) / rate) + 1)
+bucket_write(bucket, next_level, now, rate, period, burst)
 return reply

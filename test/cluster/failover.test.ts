@@ -4,6 +4,7 @@ import { type Decision, Limiter, RedisStore, StoreTimeoutError } from '../../src
 import { luaScript } from '../../src/scripts.js';
 import { storageKey } from '../../src/stores/keys.js';
 import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
+import { storedLevel } from '../support/bucketState.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
 import { eventually } from '../support/eventually.js';
 import { type RedisClusterProcess, type RedisProcess, startCluster } from '../support/redisServer.js';
@@ -53,8 +54,7 @@ describe('Redis Cluster faults', () => {
     const lease = { ...bucket, want: 10, min: 10, ahead: 0 };
     const levelOf = async (key: string) => {
       const node = await masterOf(key, cluster.nodes[0]!);
-      const l = await nodeClient(node.port).hget(key, 'l');
-      return l === null ? bucket.burst : Math.round(Number(l) * 1000) / 1000;
+      return Math.round((await storedLevel(nodeClient(node.port), key, bucket.burst)) * 1000) / 1000;
     };
     /** Stalls the key's master with the call in its socket, resets the connection, resumes it. */
     const stallAndReset = async (key: string, client: Cluster, call: () => Promise<unknown>) => {

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { Limiter, RedisStore } from '../../src/index.js';
 import { storageKey } from '../../src/stores/keys.js';
+import { storedLevel } from '../support/bucketState.js';
 import { privateRedis } from '../support/privateRedis.js';
 
 // A server of its own: the pauses would stall every other test file on a shared one.
@@ -42,8 +43,7 @@ async function levels(store: RedisStore): Promise<number[]> {
   const admin = client();
   return Promise.all(
     KEYS.map(async (k) => {
-      const l = await admin.hget(store.redisKey(storageKey('token-bucket', 'p', k)), 'l');
-      return l === null ? BURST : Number(l);
+      return storedLevel(admin, store.redisKey(storageKey('token-bucket', 'p', k)), BURST);
     }),
   );
 }

@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { type Decision, Limiter, type PolicyConfig, RedisStore } from '../../src/index.js';
 import { storageKey } from '../../src/stores/keys.js';
+import { storedLevel } from '../support/bucketState.js';
 import { privateRedis } from '../support/privateRedis.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -73,7 +74,7 @@ describe('a write pause under traffic (CLIENT PAUSE … WRITE)', () => {
     // Refill is negligible over the test (200 an hour), so what the bucket lost is what was taken.
     const burst = 600;
     const run = await pauseUnderTraffic({ algorithm: 'token-bucket', rate: burst, period: '1h', burst });
-    const level = Number(await run.admin.hget(run.redisKey, 'l'));
+    const level = await storedLevel(run.admin, run.redisKey, burst);
     const taken = burst - level;
     const admitted = run.samples.filter((s) => s.decision.allowed).length;
     const notWrittenBack = run.stats.reduce((sum, s) => sum + s.tokensNotWrittenBack, 0);

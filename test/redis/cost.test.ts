@@ -200,7 +200,7 @@ describe('Redis cost per algorithm (printed for docs/algorithms.md)', () => {
     const delta = (name: string) => (after.get(name) ?? 0) - (before.get(name) ?? 0);
     expect(store.roundTrips - trips, 'the 50 calls of one turn travel in one batch').toBe(1);
     expect(delta('time'), 'one TIME for the whole batch').toBe(1);
-    expect(delta('hset'), 'every operation still ran').toBe(50);
+    expect(delta('set'), 'every operation still ran').toBe(50);
     await limiter.close();
     await store.close();
   });

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisStore, StoreTimeoutError } from '../../src/index.js';
 import { luaScript } from '../../src/scripts.js';
 import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
+import { storedLevel } from '../support/bucketState.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
 import { eventually } from '../support/eventually.js';
 import { type RedisProcess, startRedis } from '../support/redisServer.js';
@@ -21,9 +22,8 @@ afterAll(async () => {
 });
 
 async function level(admin: Redis, key: string): Promise<number> {
-  const l = await admin.hget(key, 'l');
   // Rounded: the bucket refills 1 token a day, a few millionths of a token during the test.
-  return l === null ? bucket.burst : Math.round(Number(l) * 1000) / 1000;
+  return Math.round((await storedLevel(admin, key, bucket.burst)) * 1000) / 1000;
 }
 
 /**

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Limiter, RedisStore } from '../../src/index.js';
 import { luaScript, operationNames } from '../../src/scripts.js';
 import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
+import { storedLevel } from '../support/bucketState.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
 
 afterAll(closeAllClients);
@@ -51,6 +52,24 @@ describe('Lua scripts on Redis', () => {
       );
     }
     expect(await client.exists(key)).toBe(0);
+  });
+
+  it('read a token bucket tokenlease 0.1 stored as a hash, and store it as a string with its expiry', async () => {
+    const client = redisClient();
+    const store = new RedisStore({ client, prefix: uniquePrefix('legacy'), timeoutMs: 2000 });
+    await store.ready();
+    const key = store.redisKey('bucket');
+    // One token an hour: the level does not move while the test runs.
+    const shape = { rate: 1, periodMs: 3_600_000, burst: 10 };
+    await client.hset(key, 'l', '4', 't', String(Date.now()));
+    await client.pexpire(key, 60_000);
+    const grant = await store.run(tokenBucketAcquire, 'bucket', { ...shape, want: 3, min: 1, ahead: 0 });
+    expect(grant.granted, 'the level 0.1 stored').toBe(3);
+    expect(grant.levelBefore).toBeCloseTo(4, 3);
+    expect(await client.type(key), 'rewritten in the new layout').toBe('string');
+    expect(await storedLevel(client, key, shape.burst)).toBeCloseTo(1, 3);
+    expect(await client.pttl(key), 'with an expiry').toBeGreaterThan(0);
+    await store.close();
   });
 
   it('the batch script has the sha SCRIPT LOAD computes and carries every operation', async () => {

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { storageKey } from '../../src/stores/keys.js';
+import { storedLevel } from '../support/bucketState.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
 
 afterAll(closeAllClients);
@@ -52,7 +53,7 @@ describe('shutdown', () => {
     const prefix = uniquePrefix('sigterm');
     const bucket = prefix + storageKey('token-bucket', 'daily', 'client-42');
     const redis = redisClient();
-    const level = async () => Number(await redis.hget(bucket, 'l'));
+    const level = () => storedLevel(redis, bucket, BURST);
 
     const { child, port } = await startGateway(prefix);
     const admitted = await traffic(port, 200);
@@ -81,7 +82,7 @@ describe('shutdown', () => {
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
-    const lost = BURST - admitted - Number(await redis.hget(bucket, 'l'));
+    const lost = BURST - admitted - (await storedLevel(redis, bucket, BURST));
     // Leased tokens it had not spent: one lease (at most maxLease) plus the refill-ahead started
     // when a quarter of it was left.
     expect(lost, 'the unspent part of its leases').toBeLessThanOrEqual(1.25 * MAX_LEASE);

@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { Limiter, type PolicyConfig, RedisStore } from '../../src/index.js';
 import { storageKey } from '../../src/stores/keys.js';
+import { storedLevel } from '../support/bucketState.js';
 import { closeAllClients, trackClient, uniquePrefix } from '../support/clients.js';
 
 afterAll(closeAllClients);
@@ -72,8 +73,10 @@ describe('write-behind allowances on real Redis', () => {
       );
     }
     const admin = trackClient(new Redis(inject('redisUrl')));
-    const level = Number(
-      await admin.hget(members[0]!.store.redisKey(storageKey('token-bucket', 'p', 'k')), 'l'),
+    const level = await storedLevel(
+      admin,
+      members[0]!.store.redisKey(storageKey('token-bucket', 'p', 'k')),
+      BURST,
     );
     // Every admission reported, every unused leased token handed back.
     expect(level, 'the store knows what the fleet admitted').toBeCloseTo(BURST - admitted, 0);

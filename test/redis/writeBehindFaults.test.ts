@@ -12,6 +12,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedisStore } from '../../src/index.js';
 import { storageKey } from '../../src/stores/keys.js';
+import { storedLevel } from '../support/bucketState.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
 import {
   admittedOf,
@@ -36,8 +37,7 @@ afterAll(async () => {
 });
 
 async function levelOf(admin: Redis, store: RedisStore, key: string, burst: number): Promise<number> {
-  const l = await admin.hget(store.redisKey(storageKey('token-bucket', 'p', key)), 'l');
-  return l === null ? burst : Number(l);
+  return storedLevel(admin, store.redisKey(storageKey('token-bucket', 'p', key)), burst);
 }
 
 describe('write-behind under lost store calls', () => {

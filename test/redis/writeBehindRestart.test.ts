@@ -8,6 +8,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageKey } from '../../src/stores/keys.js';
+import { storedLevel } from '../support/bucketState.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
 import {
   consumeCounted,
@@ -97,8 +98,7 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
     const report: string[] = [];
     for (const key of KEYS) {
       const id = storageKey('token-bucket', 'p', key);
-      const l = await admin.hget(members[0]!.store.redisKey(id), 'l');
-      const charged = BURST - (l === null ? BURST : Number(l));
+      const charged = BURST - (await storedLevel(admin, members[0]!.store.redisKey(id), BURST));
       // The new process started empty: only calls made since the freeze can have charged it, and
       // those sent to the frozen process never ran.
       const { least, most } = bucketCharge(entries, id, killedAt);
