@@ -44,6 +44,12 @@ const EPSILON = 1e-9;
  * few times; a crash loses at most the allowance either way.
  */
 const REPORT_EVERY_LEASES = 10;
+/**
+ * How long a sync is taken to be in flight, batching wait included, with room to spare: an
+ * allowance is renewed once it covers no more than the demand expected meanwhile (or a quarter of
+ * it is left).
+ */
+const SYNC_LEAD_MS = 50;
 
 /** Tokens held for one window (a bucket has a single window that never ends). */
 interface Slice {
@@ -141,7 +147,7 @@ export class LeasedKey<Res> implements KeyState {
 
   /**
    * Admits under the allowance when it covers `cost` now (false: nothing changed); the next sync
-   * starts when a quarter of it is left.
+   * starts when a quarter of it is left, or later for a key seen rarely.
    */
   #spendAllowance(now: number, cost: number): boolean {
     if (this.allowance < cost || now >= this.#allowanceEndsAt) return false;
@@ -151,10 +157,23 @@ export class LeasedKey<Res> implements KeyState {
     if (this.#inflight) this.#spentInFlight += cost;
     noteDemand(this.#demand, now, cost);
     if (this.#inflight || this.allowance >= this.#lastAllowance / 4) return true;
+    if (this.#spendsToTheEnd(now)) return true;
     // Near the limit the store answers with a lease instead: only worth holding for a key this
     // instance expects again soon (as for refilling ahead).
     this.#acquire(this.#expectedSoon(now) ? 1 : 0, BACKGROUND).catch(() => {});
     return true;
+  }
+
+  /**
+   * Whether the allowance is spent to the end before the next sync, rather than renewed at a
+   * quarter left: what is left at a sync is given up (the new allowance replaces it). Only for a
+   * key this instance sees rarely (little is asked for while the sync is in flight), and far from
+   * its limit: near it, usage reported late drives the shared level into debt after the fact.
+   */
+  #spendsToTheEnd(now: number): boolean {
+    const { s } = this;
+    if (this.allowance < Math.max(1, demandPerMs(this.#demand, now) * SYNC_LEAD_MS)) return false;
+    return s.remaining(now) - this.unreported >= (3 * s.limit) / 4;
   }
 
   #consumed(decision: Decision, cost: number): Consumed {
