@@ -9,7 +9,7 @@ export interface Member {
   readonly store: RedisStore;
   readonly ledger: LedgerStore;
   readonly limiter: Limiter;
-  /** Allowed decisions per client key, counted one by one. */
+  /** Allowed decisions per target (`targetId`), counted one by one. */
   readonly admitted: Map<string, number>;
   /** Decisions per `source`. */
   readonly sources: Map<string, number>;
@@ -46,22 +46,31 @@ export async function ledgerMember(options: MemberOptions): Promise<Member> {
   return { client, store, ledger, limiter, admitted: new Map(), sources: new Map() };
 }
 
+/** A client key of a policy. */
+export interface Target {
+  readonly policy: string;
+  readonly key: string;
+}
+
+const targetId = (t: Target) => `${t.policy}/${t.key}`;
+
 /** Longest a decision may take before the test calls it hung (far above any store timeout used). */
 const HUNG_MS = 5000;
 
-/** One request of policy `p`, counted; an error or a hang is recorded in `problems`, never thrown. */
-export async function consumeCounted(m: Member, key: string, problems: string[]): Promise<void> {
+/** One request, counted; an error or a hang is recorded in `problems`, never thrown. */
+export async function consumeCounted(m: Member, target: Target, problems: string[]): Promise<void> {
+  const { policy, key } = target;
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<'hung'>((resolve) => {
     timer = setTimeout(() => resolve('hung'), HUNG_MS);
   });
   try {
-    const d = await Promise.race([m.limiter.consume('p', key), hung]);
+    const d = await Promise.race([m.limiter.consume(policy, key), hung]);
     if (d === 'hung') {
       problems.push(`a decision on ${key} did not settle within ${HUNG_MS} ms`);
       return;
     }
-    if (d.allowed) m.admitted.set(key, (m.admitted.get(key) ?? 0) + 1);
+    if (d.allowed) m.admitted.set(targetId(target), (m.admitted.get(targetId(target)) ?? 0) + 1);
     const source = d.source ?? 'none';
     m.sources.set(source, (m.sources.get(source) ?? 0) + 1);
   } catch (err) {
@@ -71,8 +80,8 @@ export async function consumeCounted(m: Member, key: string, problems: string[])
   }
 }
 
-export const admittedOf = (members: readonly Member[], key: string): number =>
-  members.reduce((sum, m) => sum + (m.admitted.get(key) ?? 0), 0);
+export const admittedOf = (members: readonly Member[], target: Target): number =>
+  members.reduce((sum, m) => sum + (m.admitted.get(targetId(target)) ?? 0), 0);
 
 /** Keys of the server `client` is connected to that have no TTL. */
 export async function keysWithoutTtl(client: Redis): Promise<string[]> {
@@ -91,19 +100,19 @@ export async function fleetCounted(members: readonly Member[], n: number): Promi
 }
 
 /**
- * Every member asks for every key, all keys at once (their syncs share batches), then pauses
+ * Every member asks for every target, all at once (their syncs share batches), then pauses
  * `pauseMs`, until `stop()`, which resolves when the last round is in.
  */
 export function traffic(
   members: readonly Member[],
-  keys: readonly string[],
+  targets: readonly Target[],
   problems: string[],
   pauseMs: number,
 ): { stop(): Promise<void> } {
   let running = true;
   const loops = members.map(async (m) => {
     while (running) {
-      await Promise.all(keys.map((key) => consumeCounted(m, key, problems)));
+      await Promise.all(targets.map((target) => consumeCounted(m, target, problems)));
       await delay(pauseMs);
     }
   });

@@ -1,4 +1,5 @@
-import type { AcquireResult, SyncRequest, SyncResult } from '../../src/algorithms/tokenBucket.js';
+import type { SyncRequest } from '../../src/algorithms/tokenBucket.js';
+import type { WindowSyncRequest, WindowSyncResult } from '../../src/algorithms/window.js';
 import { StoreUnavailableError } from '../../src/errors.js';
 import type { Operation, RunOptions, Store } from '../../src/stores/store.js';
 
@@ -19,7 +20,7 @@ export interface Entry {
  * A pass-through in front of a real store that writes down every call and how it ended, so a test
  * can tell what the store may have applied from what it certainly did: a store that applied a call
  * twice, or applied one its caller was told had never been sent, shows up as a count outside the
- * bounds `bucketCharge` derives from this ledger.
+ * bounds `callsCharge` derives from this ledger.
  */
 export class LedgerStore implements Store {
   readonly entries: Entry[] = [];
@@ -51,7 +52,10 @@ export class LedgerStore implements Store {
   }
 }
 
-/** What the token bucket under `key` was charged (tokens taken off its level), at least and at most. */
+/**
+ * What the state under `key` was charged, at least and at most: tokens taken off a bucket's level,
+ * tokens counted in a window.
+ */
 export interface Charge {
   readonly least: number;
   readonly most: number;
@@ -61,12 +65,15 @@ export interface Charge {
 }
 
 /**
- * The charge the ledger's calls on one bucket explain, for a bucket that does not refill while the
- * test runs and never reaches its capacity again: an answered call charged exactly what its reply
- * says; a call never sent charged nothing; a call without an answer charged nothing or, at most,
- * everything it could have (its usage and the whole lease it asked for, none of its hand-back).
+ * The charge the ledger's calls on one key explain, for a bucket that does not refill while the
+ * test runs and never reaches its capacity again, or for a window that does not end while the test
+ * runs (every call counts in it) and whose count hand-backs never take below zero: an answered call
+ * charged exactly what its reply says; a call never sent charged nothing; a call without an answer
+ * charged nothing or, at most, everything it could have (its usage and the whole lease it asked
+ * for, none of its hand-back). Where the store lost its state at `since`, hand-backs of tokens
+ * granted before may hit the capacity or zero: `handBackSlack` says how much that can add.
  */
-export function bucketCharge(entries: readonly Entry[], key: string, since = 0): Charge {
+export function callsCharge(entries: readonly Entry[], key: string, since = 0): Charge {
   let least = 0;
   let most = 0;
   let unknown = 0;
@@ -81,7 +88,7 @@ export function bucketCharge(entries: readonly Entry[], key: string, since = 0):
       most += exact;
     } else {
       unknown++;
-      unknownUsed += e.script === 'token_bucket_sync' ? (e.req as SyncRequest).used : 0;
+      unknownUsed += isSync(e.script) ? (e.req as { used: number }).used : 0;
       least += Math.min(0, upTo.least);
       most += Math.max(0, upTo.most);
     }
@@ -89,23 +96,72 @@ export function bucketCharge(entries: readonly Entry[], key: string, since = 0):
   return { least, most, unknown, unknownUsed };
 }
 
+/**
+ * Most that hand-backs since `since` of tokens granted before it can add to a charge `callsCharge`
+ * derives from the calls since `since`, on a store that lost its state then: each instance (one
+ * ledger) hands back at most what was granted to it before.
+ */
+export function handBackSlack(ledgers: readonly LedgerStore[], key: string, since: number): number {
+  let slack = 0;
+  for (const ledger of ledgers) {
+    let grantedBefore = 0;
+    let returnedSince = 0;
+    for (const e of ledger.entries) {
+      if (e.key !== key) continue;
+      if (e.at < since && e.outcome === 'ok') grantedBefore += granted(e);
+      if (e.at >= since && e.outcome !== 'unsent') returnedSince += returned(e);
+    }
+    slack += Math.min(grantedBefore, returnedSince);
+  }
+  return slack;
+}
+
+const isSync = (script: string) => script.endsWith('_sync');
+
+/** Tokens an answered call granted as a lease (its allowance aside). */
+function granted(e: Entry): number {
+  const result = e.result as { granted?: number } | number | null;
+  return typeof result === 'object' && result !== null ? (result.granted ?? 0) : 0;
+}
+
+/** Tokens a call hands back. */
+function returned(e: Entry): number {
+  const req = e.req as { returned?: number; tokens?: number };
+  if (isSync(e.script)) return req.returned ?? 0;
+  return e.script.endsWith('_release') ? (req.tokens ?? 0) : 0;
+}
+
 /** A call's charge: exact when answered; its range if it ran, for a call without an answer. */
 function effect(e: Entry): { exact: number; upTo: { least: number; most: number } } {
   switch (e.script) {
     case 'token_bucket_sync': {
       const req = e.req as SyncRequest;
-      const granted = e.outcome === 'ok' ? (e.result as SyncResult).granted : 0;
       return {
-        exact: req.used - req.returned + granted,
+        exact: req.used - req.returned + granted(e),
         upTo: { least: req.used - req.returned, most: req.used + req.want },
       };
     }
-    case 'token_bucket_acquire': {
-      const req = e.req as { want: number };
-      const granted = e.outcome === 'ok' ? (e.result as AcquireResult).granted : 0;
-      return { exact: granted, upTo: { least: 0, most: req.want } };
+    case 'fixed_window_sync':
+    case 'sliding_window_sync': {
+      // Usage and hand-backs settle into the window they name, which is the one every call
+      // counts in unless it is a first call's (nothing to settle yet).
+      const req = e.req as WindowSyncRequest;
+      const settles = e.outcome !== 'ok' || req.window === (e.result as WindowSyncResult).window;
+      const report = settles ? req.used - req.returned : 0;
+      return {
+        exact: report + granted(e),
+        upTo: { least: -req.returned, most: req.used + req.want },
+      };
     }
-    case 'token_bucket_release': {
+    case 'token_bucket_acquire':
+    case 'fixed_window_acquire':
+    case 'sliding_window_acquire': {
+      const req = e.req as { want: number };
+      return { exact: granted(e), upTo: { least: 0, most: req.want } };
+    }
+    case 'token_bucket_release':
+    case 'fixed_window_release':
+    case 'sliding_window_release': {
       const { tokens } = e.req as { tokens: number };
       return { exact: -tokens, upTo: { least: -tokens, most: 0 } };
     }
