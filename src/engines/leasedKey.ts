@@ -452,7 +452,9 @@ export class LeasedKey<Res> implements KeyState {
     // Never sent: its usage goes with the next report, as a sync's does (its tokens are stranded).
     const reportWindow = this.#reportWindow;
     const unsent = () => {
-      if (this.#reportWindow === reportWindow) this.unreported += reported;
+      if (this.#reportWindow !== reportWindow) return;
+      this.unreported += reported;
+      ctx.stats.tokensReported -= reported;
     };
     this.#handingBack += reported;
     handBack(ctx, op, this.storageKey, req, {

@@ -17,6 +17,8 @@ export interface PolicyShape {
   readonly capacity: number;
   /** A bucket's refill per second (a window ignores it). */
   readonly perSecond: number;
+  /** A window's length (a bucket ignores it); `charged` and `windowClock` need the default. */
+  readonly window?: '1s' | '1h';
   readonly leaseTtl?: '300ms' | '500ms';
   readonly fail?: 'closed';
 }
@@ -75,10 +77,10 @@ function windowAlgorithm(
     syncScript: `${algorithm.replace('-', '_')}_sync`,
     // Usage names its window, which only the store's first reply tells.
     firstSight: false,
-    policy: ({ capacity, leaseTtl, fail }) => ({
+    policy: ({ capacity, window = '1h', leaseTtl, fail }) => ({
       algorithm,
       limit: capacity,
-      window: '1h',
+      window,
       ...(leaseTtl ? { lease: { ttl: leaseTtl } } : {}),
       ...(fail ? { fail } : {}),
     }),

@@ -64,5 +64,7 @@ describe('usage riding on a hand-back', () => {
     expect(stranded, 'the hand-back failed: its leased tokens are stranded').toBeGreaterThan(0);
     // The refill over 20 s is a quarter of a token.
     expect(100 - levelBefore - stranded, 'every admission is counted once').toBeCloseTo(admitted, 0);
+    const { tokensAllowed, tokensReported } = a.stats();
+    expect(tokensReported, 'the stats count the usage reported once, not once per try').toBe(tokensAllowed);
   });
 });
