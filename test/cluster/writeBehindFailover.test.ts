@@ -9,12 +9,17 @@
  */
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageKey } from '../../src/stores/keys.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
 import { masterOf, nodeClient } from '../support/clusterNodes.js';
-import { LEASED_ALGORITHMS, windowClock } from '../support/leasedAlgorithms.js';
 import {
-  consumeCounted,
+  algorithmOf,
+  LEASED_ALGORITHMS,
+  policiesOf,
+  storageKeyOf,
+  windowClock,
+} from '../support/leasedAlgorithms.js';
+import {
+  burst,
   fleetCounted,
   keysWithoutTtl,
   ledgerMember,
@@ -41,7 +46,7 @@ describe('write-behind through a Redis Cluster master failover', () => {
     const N = 3;
     // No refill while the test runs and no window ending (the clock); the default fail policy.
     const shape = { capacity: CAPACITY, perSecond: 1 / 86_400, leaseTtl: '300ms' } as const;
-    const policies = Object.fromEntries(LEASED_ALGORITHMS.map((a) => [a.algorithm, a.policy(shape)]));
+    const policies = policiesOf(shape);
     // Healthy masters keep serving while one fails over (docs/operations.md).
     for (const node of cluster.nodes) {
       await nodeClient(node.port).config('SET', 'cluster-require-full-coverage', 'no');
@@ -53,7 +58,7 @@ describe('write-behind through a Redis Cluster master failover', () => {
         return ledgerMember({ url: client, policies, prefix: 'wf:', timeoutMs: 150, now });
       }),
     );
-    const id = (t: Target) => storageKey(t.policy, t.policy, t.key);
+    const id = storageKeyOf;
     const redisKey = (t: Target) => members[0]!.store.redisKey(id(t));
     const survivor = cluster.nodes[0]!;
     const victim = (await masterOf(cluster, redisKey({ policy: 'token-bucket', key: 'k0' }), survivor))!;
@@ -88,14 +93,11 @@ describe('write-behind through a Redis Cluster master failover', () => {
     try {
       // Every instance spends what an allowance can hold of every key on the victim, and sees a
       // key on it for the first time: their syncs go out in batches to the frozen master.
-      await Promise.all(
-        members.flatMap((m) => [
-          ...firstSights.map((t) => consumeCounted(m, t, problems)),
-          ...onVictim.flatMap((t) => {
-            const share = LEASED_ALGORITHMS.find((a) => a.algorithm === t.policy)!.share(CAPACITY, N);
-            return Array.from({ length: share + 1 }, () => consumeCounted(m, t, problems));
-          }),
-        ]),
+      await burst(
+        members,
+        [...firstSights, ...onVictim],
+        (t) => (firstSights.includes(t) ? 1 : algorithmOf(t).share(CAPACITY, N) + 1),
+        problems,
       );
       // The replica takes over once the other masters agree the victim failed (node timeout 2 s).
       for (let i = 0; i < 150 && (promoted === undefined || promoted === victim); i++) {

@@ -11,11 +11,18 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageKey } from '../../src/stores/keys.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
-import { LEASED_ALGORITHMS, WINDOW_START, windowClock } from '../support/leasedAlgorithms.js';
+import {
+  algorithmOf,
+  LEASED_ALGORITHMS,
+  policiesOf,
+  storageKeyOf,
+  WINDOW_START,
+  windowClock,
+} from '../support/leasedAlgorithms.js';
 import {
   admittedOf,
+  burst,
   consumeCounted,
   fleetCounted,
   keysWithoutTtl,
@@ -52,7 +59,7 @@ describe('write-behind under lost store calls', () => {
     // clock); 'closed' so that nothing is admitted by a fail policy: every admission is a lease's
     // or an allowance's.
     const shape = { capacity: CAPACITY, perSecond: 1 / 86_400, leaseTtl: '500ms', fail: 'closed' } as const;
-    const policies = Object.fromEntries(LEASED_ALGORITHMS.map((a) => [a.algorithm, a.policy(shape)]));
+    const policies = policiesOf(shape);
     const now = windowClock();
     const members = await Promise.all(
       Array.from({ length: N }, () =>
@@ -62,7 +69,8 @@ describe('write-behind under lost store calls', () => {
     expect(await fleetCounted(members, N), 'every instance counted the fleet').toEqual(members.map(() => N));
     const targetsOf = (policy: string) => KEYS.map((key) => ({ policy, key }));
     const targets = LEASED_ALGORITHMS.flatMap((a) => targetsOf(a.algorithm));
-    const id = (t: Target) => storageKey(t.policy, t.policy, t.key);
+    const firstSights = LEASED_ALGORITHMS.map((a) => ({ policy: a.algorithm, key: 'first-sight' }));
+    const id = storageKeyOf;
     const entries = () => members.flatMap((m) => m.ledger.entries);
 
     const errors: string[] = [];
@@ -83,15 +91,11 @@ describe('write-behind under lost store calls', () => {
       // it reports (a quarter left): the reports go out in batches, which time out. And a key
       // every instance sees for the first time: a bucket admits it at once and reports it in a
       // batch, which times out too.
-      await Promise.all(
-        LEASED_ALGORITHMS.flatMap((a) =>
-          members.flatMap((m) => [
-            consumeCounted(m, { policy: a.algorithm, key: 'first-sight' }, errors),
-            ...targetsOf(a.algorithm).flatMap((t) =>
-              Array.from({ length: a.share(CAPACITY, N) + 1 }, () => consumeCounted(m, t, errors)),
-            ),
-          ]),
-        ),
+      await burst(
+        members,
+        [...targets, ...firstSights],
+        (t) => (t.key === 'first-sight' ? 1 : algorithmOf(t).share(CAPACITY, N) + 1),
+        errors,
       );
       await delay(400);
     } finally {
@@ -101,10 +105,8 @@ describe('write-behind under lost store calls', () => {
     // The frozen batches run; traffic goes on until every key went past its limit.
     // The frozen batches run; traffic goes on until every key reached its limit in Redis.
     const admin = trackClient(new Redis(server.url));
-    const chargedOf = (t: Target) => {
-      const algorithm = LEASED_ALGORITHMS.find((a) => a.algorithm === t.policy)!;
-      return algorithm.charged(admin, members[0]!.store.redisKey(id(t)), CAPACITY, now());
-    };
+    const chargedOf = (t: Target) =>
+      algorithmOf(t).charged(admin, members[0]!.store.redisKey(id(t)), CAPACITY, now());
     const reachedLimit = async () =>
       (await Promise.all(targets.map(chargedOf))).every((charged) => charged >= CAPACITY - 0.01);
     await until(reachedLimit);

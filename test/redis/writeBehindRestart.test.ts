@@ -9,17 +9,15 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageKey } from '../../src/stores/keys.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
-import { LEASED_ALGORITHMS, windowClock } from '../support/leasedAlgorithms.js';
 import {
-  consumeCounted,
-  fleetCounted,
-  keysWithoutTtl,
-  ledgerMember,
-  type Target,
-  traffic,
-} from '../support/ledgerFleet.js';
+  algorithmOf,
+  LEASED_ALGORITHMS,
+  policiesOf,
+  storageKeyOf,
+  windowClock,
+} from '../support/leasedAlgorithms.js';
+import { burst, fleetCounted, keysWithoutTtl, ledgerMember, traffic } from '../support/ledgerFleet.js';
 import { callsCharge, handBackSlack } from '../support/ledgerStore.js';
 import { type RedisProcess, startRedis } from '../support/redisServer.js';
 
@@ -48,7 +46,7 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
     // ('local') answers while Redis is down, and a bucket's writes back what it admitted once it is
     // back (token_bucket_debit, in the ledger too).
     const shape = { capacity: CAPACITY, perSecond: 1 / 86_400, leaseTtl: '300ms' } as const;
-    const policies = Object.fromEntries(LEASED_ALGORITHMS.map((a) => [a.algorithm, a.policy(shape)]));
+    const policies = policiesOf(shape);
     const now = windowClock();
     const members = await Promise.all(
       Array.from({ length: N }, () =>
@@ -58,7 +56,7 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
     expect(await fleetCounted(members, N)).toEqual(members.map(() => N));
     const targetsOf = (policy: string) => KEYS.map((key) => ({ policy, key }));
     const targets = LEASED_ALGORITHMS.flatMap((a) => targetsOf(a.algorithm));
-    const id = (t: Target) => storageKey(t.policy, t.policy, t.key);
+    const firstSights = LEASED_ALGORITHMS.map((a) => ({ policy: a.algorithm, key: 'first-sight' }));
 
     const problems: string[] = [];
     // Every instance asks for every key about every 3 ms: each turn's syncs share a batch.
@@ -70,15 +68,11 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
     // Every instance spends what an allowance can hold of every key: the reports go out in
     // batches to the frozen process. And a key every instance sees for the first time: a bucket
     // admits it at once, its sync sent in a batch.
-    await Promise.all(
-      LEASED_ALGORITHMS.flatMap((a) =>
-        members.flatMap((m) => [
-          consumeCounted(m, { policy: a.algorithm, key: 'first-sight' }, problems),
-          ...targetsOf(a.algorithm).flatMap((t) =>
-            Array.from({ length: a.share(CAPACITY, N) + 1 }, () => consumeCounted(m, t, problems)),
-          ),
-        ]),
-      ),
+    await burst(
+      members,
+      [...targets, ...firstSights],
+      (t) => (t.key === 'first-sight' ? 1 : algorithmOf(t).share(CAPACITY, N) + 1),
+      problems,
     );
     await delay(150);
     await server.kill();
@@ -119,7 +113,7 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
         `${name}: ${inFlightAtKill.length} syncs unanswered at the kill, ${lostReports.length} carrying usage (at most ${mostLost}, one allowance ${share})`,
       );
       for (const target of targetsOf(algorithm.algorithm)) {
-        const key = id(target);
+        const key = storageKeyOf(target);
         const charged = await algorithm.charged(admin, members[0]!.store.redisKey(key), CAPACITY, now());
         // The new process started empty: only calls made since the freeze can have charged it, and
         // those sent to the frozen process never ran. Tokens granted before and handed back since

@@ -8,7 +8,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import { windowIndex } from '../../src/algorithms/fixedWindow.js';
 import type { PolicyConfig } from '../../src/index.js';
+import { storageKey } from '../../src/stores/keys.js';
 import { storedLevel } from './bucketState.js';
+import type { Target } from './ledgerFleet.js';
 
 type Algorithm = 'token-bucket' | 'fixed-window' | 'sliding-window';
 
@@ -99,6 +101,21 @@ export const LEASED_ALGORITHMS: readonly LeasedAlgorithm[] = [
   windowAlgorithm('fixed window', 'fixed-window', 'n'),
   windowAlgorithm('sliding window', 'sliding-window', 'c'),
 ];
+
+/** One policy per algorithm, named after it, all of one shape. */
+export function policiesOf(shape: PolicyShape): Record<string, PolicyConfig> {
+  return Object.fromEntries(LEASED_ALGORITHMS.map((a) => [a.algorithm, a.policy(shape)]));
+}
+
+/** The algorithm of a target of `policiesOf`. */
+export function algorithmOf(target: Target): LeasedAlgorithm {
+  const algorithm = LEASED_ALGORITHMS.find((a) => a.algorithm === target.policy);
+  if (algorithm === undefined) throw new Error(`no leased algorithm is named ${target.policy}`);
+  return algorithm;
+}
+
+/** The key (before the store's prefix) of a target of `policiesOf`. */
+export const storageKeyOf = (t: Target): string => storageKey(t.policy, t.policy, t.key);
 
 /** A virtual time a second into a window of the window policies. */
 export const WINDOW_START = 500 * WINDOW_MS + 1000;

@@ -83,6 +83,24 @@ export async function consumeCounted(m: Member, target: Target, problems: string
 export const admittedOf = (members: readonly Member[], target: Target): number =>
   members.reduce((sum, m) => sum + (m.admitted.get(targetId(target)) ?? 0), 0);
 
+/**
+ * Every member makes `requests(target)` requests for each target, all at once: enough to spend an
+ * allowance past the point where it reports (a quarter left), or one for a key never seen before,
+ * so that their syncs surely go out, in batches.
+ */
+export async function burst(
+  members: readonly Member[],
+  targets: readonly Target[],
+  requests: (target: Target) => number,
+  problems: string[],
+): Promise<void> {
+  await Promise.all(
+    members.flatMap((m) =>
+      targets.flatMap((t) => Array.from({ length: requests(t) }, () => consumeCounted(m, t, problems))),
+    ),
+  );
+}
+
 /** Keys of the server `client` is connected to that have no TTL. */
 export async function keysWithoutTtl(client: Redis): Promise<string[]> {
   const keys = await client.keys('*');
