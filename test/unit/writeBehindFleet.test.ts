@@ -305,7 +305,7 @@ describe.each(LEASED_ALGORITHMS)(
       /** Runs where the fleet admitted under allowances, and where a crash or a report lost usage. */
       const seen = { runs: 0, allowances: 0, crashes: 0, neverRan: 0, late: 0 };
       await fc.assert(
-        fc.asyncProperty(shapes, fc.array(action, { maxLength: 80 }), async ({ capacity, n }, actions) => {
+        fc.asyncProperty(shapes, fc.array(action, { maxLength: 60 }), async ({ capacity, n }, actions) => {
           const o = await runFleet(algorithm, capacity, n, actions);
           expect(o.errors, 'no decision rejects').toEqual([]);
           seen.runs++;
@@ -347,7 +347,7 @@ describe.each(LEASED_ALGORITHMS)(
           }
         }),
         {
-          numRuns: Number(process.env.RUNS ?? 40),
+          numRuns: Number(process.env.RUNS ?? 25),
           examples: [
             [twoOf100, lossThenTheRest('late', false)],
             [twoOf100, lossThenTheRest('lost-unapplied', false)],
