@@ -3,7 +3,8 @@
  * model of them): N instances share one key of a token bucket, a fixed or a sliding window on one
  * MemoryStore and a virtual clock, and in a random interleaving they decide requests, sweep (usage
  * reports, heartbeats), let time pass across window ends, crash with unreported usage, and have
- * their store calls answered, held in flight while they go on deciding, or lost: whole stretches
+ * their store calls answered, held in flight while they go on deciding (run at once, or only when
+ * answered: the store decides later, maybe in the next window), or lost: whole stretches
  * of calls (the batches of a moment) time out after running, time out and never run (Redis killed
  * with them in flight), time out and run late (a frozen Redis resuming, maybe after their window
  * ended), or are refused unsent (connection down).
@@ -26,7 +27,7 @@ import type { Operation, Store } from '../../src/stores/store.js';
 import { LEASED_ALGORITHMS, type LeasedAlgorithm } from '../support/leasedAlgorithms.js';
 
 /** What happens to an instance's store calls until its next fault changes it. */
-type Fate = 'answered' | 'held' | 'lost-applied' | 'lost-unapplied' | 'late' | 'down';
+type Fate = 'answered' | 'held' | 'slow' | 'lost-applied' | 'lost-unapplied' | 'late' | 'down';
 
 const WINDOW_MS = 1000;
 
@@ -38,7 +39,7 @@ interface Report {
 class LossyStore implements Store {
   fate: Fate = 'answered';
   crashed = false;
-  /** Calls answered at the next delivery, and calls that run then (their caller gave up). */
+  /** Calls answered at the next delivery (run then if slow), and calls that run then (their caller gave up). */
   #held: (() => void)[] = [];
 
   constructor(
@@ -56,6 +57,8 @@ class LossyStore implements Store {
         const result = apply();
         return new Promise((resolve) => this.#held.push(() => resolve(result)));
       }
+      case 'slow':
+        return new Promise((resolve) => this.#held.push(() => resolve(apply())));
       case 'lost-applied':
         apply();
         return Promise.reject(new StoreTimeoutError(100));
@@ -130,6 +133,7 @@ const action = fc.oneof(
         'answered',
         'answered',
         'held',
+        'slow',
         'lost-applied',
         'lost-unapplied',
         'late',
