@@ -171,28 +171,27 @@ function monotonicNow(): number {
 const TIME_ORIGIN = performance.timeOrigin;
 
 /**
- * A multi-rule decision: allowed if every rule allowed (reporting the rule closest to its limit),
- * else the allowed ones are refunded (reporting the denied rule that frees up last). One pass, no
- * intermediate arrays: this runs for every multi-rule request.
+ * A multi-rule consume is allowed if every rule allowed, reporting the rule closest to its limit;
+ * else the allowed ones are refunded, reporting the denied rule that frees up last. This is that
+ * denied rule, or undefined when every rule allowed. One pass, no intermediate arrays: this runs for
+ * every multi-rule request.
  */
-function allOrNothing(outcomes: readonly Consumed[]): Decision {
-  const checks: Decision[] = new Array(outcomes.length);
-  let tight: Decision | undefined;
+function refusal(checks: readonly Decision[]): Decision | undefined {
   let latest: Decision | undefined;
-  for (let i = 0; i < outcomes.length; i++) {
-    const d = outcomes[i]!.decision;
-    checks[i] = d;
-    if (!d.allowed) {
-      if (latest === undefined || d.retryAfterMs > latest.retryAfterMs) latest = d;
-    } else if (tight === undefined || d.remaining / d.limit < tight.remaining / tight.limit) tight = d;
+  for (const d of checks) {
+    if (!d.allowed && (latest === undefined || d.retryAfterMs > latest.retryAfterMs)) latest = d;
   }
-  if (latest === undefined) return withChecks(tight!, checks);
-  // The allowed rules are refunded, so each reports what is left after the refund.
-  for (let i = 0; i < outcomes.length; i++) {
-    const o = outcomes[i]!;
-    if (o.decision.allowed && o.refund) checks[i] = o.refund();
+  return latest;
+}
+
+/** Of rules that all allowed, the one closest to its limit. */
+function tightest(checks: readonly Decision[]): Decision {
+  let tight = checks[0]!;
+  for (let i = 1; i < checks.length; i++) {
+    const d = checks[i]!;
+    if (d.remaining / d.limit < tight.remaining / tight.limit) tight = d;
   }
-  return withChecks(latest, checks);
+  return tight;
 }
 
 /**
@@ -564,7 +563,9 @@ export class Limiter {
     const disposals = this.#disposals;
     const touches = this.#touches;
     const states: KeyState[] = remembered ?? new Array(n);
-    const outcomes: (Consumed | Promise<Consumed>)[] = new Array(n);
+    // Each rule's decision, or its store call; for a local decision, what its tokens came from.
+    const outcomes: (Decision | Promise<Consumed>)[] = new Array(n);
+    const windows: number[] = new Array(n);
     let waits = false;
     const outer = this.#instant;
     this.#instant ??= this.#now();
@@ -576,30 +577,63 @@ export class Limiter {
         const unchanged = touches === this.#touches && disposals === this.#disposals;
         const state = remembered && unchanged ? states[i]! : this.#entry(rules[i]!, keys[i]!);
         states[i] = state;
-        // A lease hit returns without a promise: the hot path allocates none.
-        const outcome =
-          state.consumeLocal?.(costs[i]!, checks[i]) ??
-          this.#checkStore(state, rules[i]!, keys[i]!, costs[i]!, checks[i]);
-        outcomes[i] = outcome;
-        if (outcome instanceof Promise) waits = true;
+        // A lease hit returns without a promise and allocates nothing for a refund.
+        const local = state.decideLocal?.(costs[i]!, checks[i]);
+        if (local !== undefined) {
+          outcomes[i] = local;
+          windows[i] = state.reportWindow ?? 0;
+        } else {
+          outcomes[i] = this.#checkStore(state, rules[i]!, keys[i]!, costs[i]!, checks[i]);
+          waits = true;
+        }
       }
     } finally {
       this.#instant = outer;
     }
     if (!remembered && disposals === this.#disposals) this.#multi = { states, touches: this.#touches };
-    // All answered from local state: no promise to wait for.
-    if (!waits) return Promise.resolve(allOrNothing(outcomes as Consumed[]));
-    return Promise.allSettled(outcomes).then((settled) => {
-      const answered: Consumed[] = [];
-      let failure: PromiseRejectedResult | undefined;
-      for (const s of settled) {
-        if (s.status === 'fulfilled') answered.push(s.value);
-        else failure ??= s;
+    // All answered from local state: no promise to wait for, and the array is the checks.
+    if (!waits) {
+      const checked = outcomes as Decision[];
+      const refused = refusal(checked);
+      if (refused === undefined) return Promise.resolve(withChecks(tightest(checked), checked));
+      // The allowed rules are refunded, so each reports what is left after the refund.
+      for (let i = 0; i < n; i++) {
+        const d = checked[i]!;
+        if (d.allowed) checked[i] = states[i]!.refundLocal!(costs[i]!, d, windows[i]!);
       }
-      if (failure === undefined) return allOrNothing(answered);
-      // The allowed rules are refunded before the failure surfaces.
-      for (const o of answered) if (o.decision.allowed) o.refund?.();
-      throw failure.reason;
+      return Promise.resolve(withChecks(refused, checked));
+    }
+    // The states as they decided: a later consume may write into the remembered array.
+    const admitted = states.slice();
+    const refundLocal = (i: number, decision: Decision) =>
+      admitted[i]!.refundLocal!(costs[i]!, decision, windows[i]!);
+    return Promise.allSettled(outcomes).then((settled) => {
+      const checked: Decision[] = new Array(n);
+      const refunds: ((() => Decision) | undefined)[] = new Array(n);
+      let failure: PromiseRejectedResult | undefined;
+      for (let i = 0; i < n; i++) {
+        const s = settled[i]!;
+        if (s.status === 'rejected') {
+          failure ??= s;
+          continue;
+        }
+        const value = s.value;
+        if ('decision' in value) {
+          checked[i] = value.decision;
+          refunds[i] = value.refund;
+        } else {
+          checked[i] = value;
+          refunds[i] = () => refundLocal(i, value);
+        }
+      }
+      const refused = failure === undefined ? refusal(checked) : undefined;
+      if (failure === undefined && refused === undefined) return withChecks(tightest(checked), checked);
+      // The allowed rules are refunded before the failure surfaces, and report what is left after.
+      for (let i = 0; i < n; i++) {
+        if (checked[i]?.allowed) checked[i] = refunds[i]?.() ?? checked[i]!;
+      }
+      if (failure !== undefined) throw failure.reason;
+      return withChecks(refused!, checked);
     });
   }
 

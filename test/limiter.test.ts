@@ -95,6 +95,32 @@ describe('Limiter', () => {
     );
   });
 
+  it('multi-rule consume refunds a rule decided locally when a rule decided by the store refuses', async () => {
+    const c = clock();
+    const policies = { fast: bucket(100), tight: bucket(1, 2, { period: '1h', lease: 'exact' }) };
+    const l = limiter({ policies, now: c.now });
+    const checks = [
+      { policy: 'fast', key: 'k' },
+      { policy: 'tight', key: 'k' },
+    ];
+    // Each lets the refill ahead land, so that `fast` holds a lease.
+    for (let i = 0; i < 2; i++) {
+      expect((await l.consume(checks)).allowed).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const local = l.stats().localDecisions;
+    const denied = await l.consume(checks);
+    expect(l.stats().localDecisions - local, '`fast` answered from its lease, `tight` by the store').toBe(1);
+    expect(denied).toMatchObject({ allowed: false, policy: 'tight' });
+    expect(denied.checks?.[0], '`fast` reports what is left after the refund').toMatchObject({
+      allowed: true,
+      remaining: 98,
+    });
+    expect((await l.consume('fast', 'k', 98)).allowed, 'the refused check took nothing from `fast`').toBe(
+      true,
+    );
+  });
+
   it('repeated multi-rule checks keep the LRU order exact: the least recent state is the one evicted', async () => {
     const c = clock();
     const store = new MemoryStore({ now: c.now });

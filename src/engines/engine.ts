@@ -94,13 +94,19 @@ export interface KeyState {
   lruTouch?: number;
   /** `check`: the caller's check of a multi-rule consume (route, shadow), for observers. */
   consume?(cost: number, check?: Check): Promise<Consumed>;
-  /** The same decision without a promise when local state alone can answer; undefined otherwise. */
-  consumeLocal?(cost: number, check?: Check): Consumed | undefined;
   /**
-   * `consumeLocal` for a single-rule consume, which never refunds: the decision alone, nothing
-   * allocated for a refund. Undefined (nothing changed) when the store must answer.
+   * The same decision without a promise when local state alone can answer; undefined (nothing
+   * changed) when the store must answer. Nothing is allocated for a refund: a multi-rule consume
+   * reads `reportWindow` right after it and, when another rule refuses, calls `refundLocal`.
    */
   decideLocal?(cost: number, check?: Check): Decision | undefined;
+  /** What the tokens a decision takes now belong to (a window's index; 0 for a bucket). */
+  readonly reportWindow?: number;
+  /**
+   * Undoes an allowed `decideLocal` that took `cost` from `window` (its `reportWindow` then), for a
+   * multi-rule check another rule refused; returns the decision as it stands after the refund.
+   */
+  refundLocal?(cost: number, decision: Decision, window: number): Decision;
   /**
    * The decision a cost-1 consume would see now, changing nothing (`Limiter.peek`): `allowed` says
    * whether it would pass, `remaining` is what is left before it. Implemented where local state

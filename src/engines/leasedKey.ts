@@ -106,14 +106,12 @@ export class LeasedKey<Res> implements KeyState {
     return this.#consumed(decision, cost);
   }
 
-  /** The local decision without a promise: undefined (nothing changed) when the store must answer. */
-  consumeLocal(cost: number, check?: Check): Consumed | undefined {
-    const decision = this.#decideLocal(cost, check);
-    return decision === undefined ? undefined : this.#consumed(decision, cost);
-  }
-
   decideLocal(cost: number, check?: Check): Decision | undefined {
     return this.#decideLocal(cost, check);
+  }
+
+  get reportWindow(): number {
+    return this.#reportWindow;
   }
 
   /** Undefined when only the store can say: exact mode, or before the store ever answered here. */
@@ -179,12 +177,13 @@ export class LeasedKey<Res> implements KeyState {
   #consumed(decision: Decision, cost: number): Consumed {
     if (!decision.allowed) return { decision };
     const window = this.#reportWindow;
-    const refund = () => {
-      this.#refundInto(window, cost);
-      const remaining = Math.min(decision.limit, decision.remaining + cost);
-      return { ...decision, remaining, resetMs: this.s.resetMs(this.ctx.now(), remaining) };
-    };
-    return { decision, refund };
+    return { decision, refund: () => this.refundLocal(cost, decision, window) };
+  }
+
+  refundLocal(cost: number, decision: Decision, window: number): Decision {
+    this.#refundInto(window, cost);
+    const remaining = Math.min(decision.limit, decision.remaining + cost);
+    return { ...decision, remaining, resetMs: this.s.resetMs(this.ctx.now(), remaining) };
   }
 
   async #consume(cost: number, check: Check | undefined): Promise<Decision> {
