@@ -362,6 +362,17 @@ export class Limiter {
    * evicted, where an exact LRU would keep any key used within the last `maxKeys`.
    */
   readonly #refreshEvery: number;
+  /**
+   * Recency refreshes not yet made in the LRU, in the order they fell due, each with `#touches`
+   * then (`#unrefreshedAt`); an entry is superseded by a later refresh of its state (the state's
+   * `lruTouch` no longer matches) or by its eviction. The LRU's order is read only when an insertion
+   * may evict, a sweep visits the states (most recent first), and `setPolicies` and `close()` hand
+   * leases back: the refreshes are made just before, in order, which leaves the order exactly as
+   * refreshing at once would. A state refreshed many times in between costs one LRU lookup (a move
+   * in its list: a few cache misses on a large table), not one per refresh.
+   */
+  readonly #unrefreshed: KeyState[] = [];
+  readonly #unrefreshedAt: number[] = [];
   /** The states the last multi-rule consume looked up, and `#touches` then. */
   #multi: { states: KeyState[]; touches: number } | undefined;
   /**
@@ -427,6 +438,7 @@ export class Limiter {
         }
         this.#multi = undefined;
         this.#disposals++;
+        state.lruTouch = Number.NaN; // supersedes its refreshes not yet made
         const keys = this.#byKey.get(state.rule);
         if (keys?.get(state.key) === state) keys.delete(state.key);
         // A reset key's leased tokens belong to the state being deleted: nothing to hand back.
@@ -742,6 +754,7 @@ export class Limiter {
     this.#consumable = consumable(next);
     for (const rule of this.#byKey.keys()) if (next.get(rule.name) !== rule) this.#byKey.delete(rule);
     for (const rule of this.#described.keys()) if (next.get(rule.name) !== rule) this.#described.delete(rule);
+    this.#refreshRecency();
     const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
     for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
   }
@@ -818,6 +831,7 @@ export class Limiter {
     // The second beat comes soon after the first: it is the one that counts the fleet.
     const beatEvery = this.#beats < 2 ? HEARTBEAT_MS / 4 : HEARTBEAT_MS;
     if (now - this.#lastBeat >= beatEvery || now < this.#lastBeat) this.#heartbeat(now);
+    this.#refreshRecency();
     for (const [id, state] of this.#entries.entries()) {
       if (state.sweep(now)) this.#entries.delete(id);
     }
@@ -858,6 +872,7 @@ export class Limiter {
       clearInterval(this.#timer);
       this.#closingStore.closing();
       await this.#settle();
+      this.#refreshRecency();
       this.#entries.clear(); // dispose returns each entry's unused tokens
       for (const state of this.#pinned) state.returnUnused('closed');
       await this.#settle();
@@ -908,14 +923,17 @@ export class Limiter {
     let state = keys.get(key);
     this.#touches++;
     if (state) {
-      // Refreshes recency; the storage key is the state's own string, its hash already computed.
       if (this.#touches - (state.lruTouch ?? Number.NEGATIVE_INFINITY) > this.#refreshEvery) {
-        this.#entries.get(state.storageKey);
         state.lruTouch = this.#touches;
+        this.#unrefreshed.push(state);
+        this.#unrefreshedAt.push(this.#touches);
+        // Superseded entries are dropped before they outnumber the states.
+        if (this.#unrefreshed.length > 2 * this.#entries.size + 64) this.#dropSuperseded();
       }
     } else {
       const id = storageKey(rule.algorithm, rule.name, key);
       state = ENGINES[rule.algorithm].open(this.#ctx, rule as never, key, id);
+      this.#refreshRecency();
       this.#entries.set(id, state);
       keys.set(key, state);
       state.lruTouch = this.#touches;
@@ -925,6 +943,32 @@ export class Limiter {
     this.#lastKey = key;
     this.#lastState = state;
     return state;
+  }
+
+  /** Makes the recency refreshes due (`#unrefreshed`), in order: the LRU's order is about to be read. */
+  #refreshRecency(): void {
+    const states = this.#unrefreshed;
+    const at = this.#unrefreshedAt;
+    // The storage key is the state's own string, its hash already computed.
+    for (let i = 0; i < states.length; i++) {
+      if (states[i]!.lruTouch === at[i]) this.#entries.get(states[i]!.storageKey);
+    }
+    states.length = 0;
+    at.length = 0;
+  }
+
+  /** Drops the superseded entries of `#unrefreshed`, keeping the order of the others. */
+  #dropSuperseded(): void {
+    const states = this.#unrefreshed;
+    const at = this.#unrefreshedAt;
+    let kept = 0;
+    for (let i = 0; i < states.length; i++) {
+      if (states[i]!.lruTouch !== at[i]) continue;
+      states[kept] = states[i]!;
+      at[kept++] = at[i]!;
+    }
+    states.length = kept;
+    at.length = kept;
   }
 
   /**
