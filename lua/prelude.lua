@@ -57,7 +57,11 @@ local function bucket_stored(bucket)
   local stored = redis.pcall('GET', bucket)
   if type(stored) == 'string' then
     local space = string.find(stored, ' ', 1, true)
-    return tonumber(string.sub(stored, 1, space - 1)), tonumber(string.sub(stored, space + 1))
+    local level, ts = nil, nil
+    if space then level, ts = tonumber(string.sub(stored, 1, space - 1)), tonumber(string.sub(stored, space + 1)) end
+    -- Something else wrote the key: fail before any write rather than compute on garbage.
+    if level == nil or ts == nil then error({ err = 'ERR tokenlease: not a token bucket at ' .. bucket }) end
+    return level, ts
   end
   if type(stored) == 'table' and stored.err then
     local legacy = redis.call('HMGET', bucket, 'l', 't')

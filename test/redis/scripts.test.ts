@@ -72,6 +72,18 @@ describe('Lua scripts on Redis', () => {
     await store.close();
   });
 
+  it('refuse a token bucket key something else wrote, and leave it alone', async () => {
+    const client = redisClient();
+    const store = new RedisStore({ client, prefix: uniquePrefix('garbage'), timeoutMs: 2000 });
+    await store.ready();
+    const key = store.redisKey('bucket');
+    await client.set(key, 'not a bucket', 'PX', 60_000);
+    const shape = { rate: 1, periodMs: 1000, burst: 10, want: 1, min: 1, ahead: 0 };
+    await expect(store.run(tokenBucketAcquire, 'bucket', shape)).rejects.toThrow(/not a token bucket/);
+    expect(await client.get(key)).toBe('not a bucket');
+    await store.close();
+  });
+
   it('the batch script has the sha SCRIPT LOAD computes and carries every operation', async () => {
     const client = redisClient();
     const batch = luaScript('batch');
