@@ -19,3 +19,11 @@ export function noteDemand(d: Demand, now: number, cost: number): void {
 export function demandPerMs(d: Demand, now: number): number {
   return (d.sum * Math.exp(-Math.max(0, now - d.at) / TAU_MS)) / TAU_MS;
 }
+
+/**
+ * Slow start: a lease (of tokens or of free slots) doubles from the last one granted, from 1 for a
+ * key without history, up to `cap` and to what the demand asks for (`Infinity`: not counted).
+ */
+export function leaseSize(lastGrant: number, cap: number, demand = Number.POSITIVE_INFINITY): number {
+  return Math.min(cap, Math.max(1, lastGrant * 2), demand);
+}

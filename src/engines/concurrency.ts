@@ -12,6 +12,7 @@
 
 import { slotId } from '../algorithms/concurrency.js';
 import type { Decision, SlotHandle } from '../decision.js';
+import { leaseSize } from '../demand.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { ConcurrencyRule } from '../policy.js';
 import { concurrencyAcquire, concurrencyRelease, concurrencyRenew } from '../stores/concurrencyOps.js';
@@ -74,7 +75,7 @@ class ConcurrencyKey implements KeyState {
   #acquire(min: number): Promise<Grant> {
     if (this.#inflight) return this.#inflight;
     const { ctx, rule } = this;
-    const want = rule.exact ? min : Math.max(min, Math.min(this.#cap(), Math.max(1, this.#lastGrant * 2)));
+    const want = rule.exact ? min : Math.max(min, leaseSize(this.#lastGrant, this.#cap()));
     const owner = ctx.nextId();
     const request = { limit: rule.limit, want, min, ttlMs: rule.slotTtlMs, owner, first: 0 };
     const sentAt = ctx.now();

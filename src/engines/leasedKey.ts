@@ -11,7 +11,7 @@
  * - at the limit, or with `lease: 'exact'`, every decision is one store call.
  */
 import type { Check, Decision } from '../decision.js';
-import { type Demand, demandPerMs, noteDemand } from '../demand.js';
+import { type Demand, demandPerMs, leaseSize, noteDemand } from '../demand.js';
 import { StoreUnavailableError } from '../errors.js';
 import * as lease from '../lease.js';
 import type { ReturnReason } from '../observe/events.js';
@@ -414,7 +414,7 @@ export class LeasedKey<Res> implements KeyState {
    */
   #extra(now: number): number {
     const demand = Math.ceil(demandPerMs(this.#demand, now) * this.s.horizon(now));
-    return Math.min(this.s.cap(now), Math.max(1, this.#lastGrant * 2), demand);
+    return leaseSize(this.#lastGrant, this.s.cap(now), demand);
   }
 
   /**
