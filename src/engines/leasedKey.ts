@@ -86,6 +86,8 @@ export class LeasedKey<Res> implements KeyState {
   #spentInFlight = 0;
   /** Whether the store ever answered for this key here: before that, the first sight. */
   #known = false;
+  /** Whether the first sight was admitted: only one, however long the store takes to answer. */
+  #sighted = false;
   /** Local time of the last sync sent: usage is reported at least every `REPORT_EVERY_LEASES` lease times. */
   #lastSync = 0;
   /** Usage riding on hand-backs still in flight: the state is kept until they settle. */
@@ -219,11 +221,13 @@ export class LeasedKey<Res> implements KeyState {
         s.writeBehind &&
         s.firstSight &&
         !this.#known &&
+        !this.#sighted &&
         !this.#inflight &&
         attempt === 0 &&
         ctx.fleet() > 0 &&
         !ctx.suspended(this.storageKey)
       ) {
+        this.#sighted = true;
         this.unreported += cost;
         ctx.stats.tokensAllowed += cost;
         this.#acquire(0).catch(() => {});
@@ -444,27 +448,43 @@ export class LeasedKey<Res> implements KeyState {
     const window = slice?.window ?? this.#reportWindow;
     if (used > 0 && window !== this.#reportWindow) {
       const report = s.sync(this.#report(this.#reportWindow, used, 0));
-      backgroundCall(ctx, report.op, this.storageKey, report.req);
+      const unsent = this.#requeue(used);
+      this.#handingBack += used;
+      const call = storeCall(ctx, report.op, this.storageKey, report.req, BACKGROUND)
+        .catch((err: unknown) => {
+          if (err instanceof StoreUnavailableError) unsent();
+        })
+        .finally(() => {
+          this.#handingBack -= used;
+        });
+      ctx.track(call);
     }
     const reported = window === this.#reportWindow ? used : 0;
     const { op, req } = s.sync(this.#report(window, reported, tokens));
-    // Never sent: its usage goes with the next report, as a sync's does (its tokens are stranded).
-    const reportWindow = this.#reportWindow;
-    const unsent = () => {
-      if (this.#reportWindow !== reportWindow) return;
-      this.unreported += reported;
-      ctx.stats.tokensReported -= reported;
-    };
     this.#handingBack += reported;
     handBack(ctx, op, this.storageKey, req, {
       policy: rule.name,
       key: this.key,
       tokens,
       reason,
-      unsent,
+      unsent: this.#requeue(reported),
     }).finally(() => {
       this.#handingBack -= reported;
     });
+  }
+
+  /**
+   * What a report of `used` (of the current report window) does when it was certainly never sent:
+   * the usage goes with the next report, as a sync's does, unless that names another window by
+   * then (its tokens, handed back with it, are stranded).
+   */
+  #requeue(used: number): () => void {
+    const reportWindow = this.#reportWindow;
+    return () => {
+      if (this.#reportWindow !== reportWindow) return;
+      this.unreported += used;
+      this.ctx.stats.tokensReported -= used;
+    };
   }
 
   /** A sync that only reports usage and hands tokens back: no lease, no allowance asked for. */

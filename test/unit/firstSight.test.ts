@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { Limiter, MemoryStore } from '../../src/index.js';
+import { FaultyStore } from '../support/faultyStore.js';
+
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('first sight', () => {
+  it('admits one request per instance and key before the store answers, however long it is down', async () => {
+    let t = 1_000_000;
+    const now = () => t;
+    const shared = new MemoryStore({ now });
+    const policies = {
+      p: {
+        algorithm: 'token-bucket' as const,
+        rate: 100,
+        period: '1s' as const,
+        burst: 100,
+        fail: 'closed' as const,
+      },
+    };
+    const store = new FaultyStore(shared);
+    const a = new Limiter({ store, policies, now, sweepIntervalMs: 0 });
+    const b = new Limiter({ store: new FaultyStore(shared), policies, now, sweepIntervalMs: 0 });
+    for (let i = 0; i < 20 && a.stats().fleet !== 2; i++) {
+      a.sweep();
+      b.sweep();
+      await settle();
+      t += 500;
+    }
+    expect(a.stats().fleet).toBe(2);
+    store.fault = 'down';
+    let admitted = 0;
+    // 4 s of requests for a key A never saw, the breaker opening and probing again meanwhile.
+    for (let i = 0; i < 80; i++) {
+      if ((await a.consume('p', 'new')).allowed) admitted++;
+      await settle();
+      a.sweep();
+      t += 50;
+    }
+    expect(admitted, 'only the first sight').toBe(1);
+    store.fault = 'none';
+    await a.close();
+    await b.close();
+  });
+});
