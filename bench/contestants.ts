@@ -18,7 +18,7 @@ import { Limiter, MemoryStore, type PolicyConfig, RedisStore } from './tokenleas
  */
 export type Scenario = 'hit' | 'miss' | 'denied' | 'multi' | 'per-key-100';
 
-interface Limit {
+export interface Limit {
   /** Tokens (points) per period. */
   readonly rate: number;
   readonly periodS: number;
@@ -26,7 +26,7 @@ interface Limit {
 }
 
 /** Never refuses at any rate a benchmark reaches (issue 11: rate 1e9/s, burst 1e12). */
-const OPEN: Limit = { rate: 1e9, periodS: 1, burst: 1e12 };
+export const OPEN: Limit = { rate: 1e9, periodS: 1, burst: 1e12 };
 /** Issue 11's fleet limit: 100/s, burst 100 per key. */
 const PER_KEY_100: Limit = { rate: 100, periodS: 1, burst: 100 };
 /** One request per day: the warm-up spends it, everything measured is refused. */
@@ -94,7 +94,7 @@ export interface Contestant {
 }
 
 /** The floor: a token bucket per key in a `Map`, nothing else. */
-class MapBuckets {
+export class MapBuckets {
   readonly #buckets = new Map<string, { tokens: number; ts: number }>();
   readonly #perMs: number;
   readonly #burst: number;
