@@ -36,6 +36,8 @@ const MAX_HOPS = 32;
 export class ClientIp {
   readonly #trusted: (address: string, hop: number) => boolean;
   readonly #subnet: number | false;
+  /** `group`'s last answer: a busy client's requests group the same address. */
+  #lastGroup = { address: '', key: '' };
 
   constructor(options: ClientIpOptions = {}) {
     this.#trusted = compileTrust(options.trustProxy ?? false);
@@ -73,7 +75,10 @@ export class ClientIp {
 
   /** The address (from `address` or `normalize`) as a limiter key part: see `ipKey`. */
   group(address: string): string {
-    return ipKey(address, this.#subnet);
+    if (address !== this.#lastGroup.address) {
+      this.#lastGroup = { address, key: ipKey(address, this.#subnet) };
+    }
+    return this.#lastGroup.key;
   }
 }
 
@@ -206,6 +211,18 @@ export function normalize(raw: string | undefined): string | undefined {
  */
 export function parseHop(raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
+  // A busy client's requests come from one peer address: parsed once, not once per request.
+  if (raw !== lastHop.raw) lastHop = { raw, address: parseHopUncached(raw) };
+  return lastHop.address;
+}
+
+/** `parseHop`'s last answer. */
+let lastHop: { raw: string | undefined; address: string | undefined } = {
+  raw: undefined,
+  address: undefined,
+};
+
+function parseHopUncached(raw: string): string | undefined {
   const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(raw);
   if (bracketed) return normalize(bracketed[1]);
   const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(raw);

@@ -207,14 +207,14 @@ interface Planned {
   clientOnly: boolean;
 }
 
-/** The rules a request meets, in rule order, split into enforced and shadow. */
+/** The rules a request meets, in rule order. */
 interface Plan {
   planned: Planned[];
   results: RuleResult[];
-  enforced: Planned[];
-  /** The enforced rules' checks, for one `consume`. */
+  /** The enforced rules' checks, in rule order, for one `consume`. */
   enforcedChecks: Check[];
-  shadow: Planned[];
+  /** The shadow rules (and those not enforced for this client), when there are any. */
+  shadow: Planned[] | undefined;
 }
 
 /**
@@ -331,9 +331,10 @@ export class RateLimitCore<Req> {
     const custom = o.keyGenerator ? await o.keyGenerator(req) : undefined;
     const user = o.user?.(req);
     // Without our own trustProxy, the framework's resolved address (its trust proxy setting) counts.
+    const resolved = o.trustProxy === undefined ? view.clientAddress : undefined;
     const ip =
-      o.trustProxy === undefined && view.clientAddress !== undefined
-        ? (parseHop(view.clientAddress) ?? parseHop(view.remoteAddress))
+      resolved !== undefined
+        ? (parseHop(resolved) ?? parseHop(view.remoteAddress))
         : this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
     const peer: Peer = {
       ip,
@@ -350,11 +351,7 @@ export class RateLimitCore<Req> {
     const set = this.#ruleSet();
     const ids = set === seen ? provisional : identify(peer, set, custom);
     if (denyFn || set.deny.has(ids) || this.#deny.has(ids)) return this.#forbidden();
-    // Allow-listing is a privilege, so a key entry matches only an identity someone vouched for: the
-    // client key (keyGenerator's, a listed API key, the IP) or an API key the plans file lists —
-    // never a raw header any client can send. Deny lists match the raw header too.
-    const vouched = { client: ids.client, apiKey: ids.listedApiKey, ip: ids.ip };
-    if (allowFn || set.allow.has(vouched) || this.#allow.has(vouched)) return NOTHING;
+    if (allowFn || ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids))) return NOTHING;
     let plan: Plan;
     let decision: Decision | undefined;
     try {
@@ -368,12 +365,14 @@ export class RateLimitCore<Req> {
     }
     if (plan.results.length === 0) return NOTHING;
     const decided = decision?.checks;
-    for (let i = 0; i < plan.enforced.length; i++) plan.enforced[i]!.result.decision = decided?.[i];
-    if (plan.shadow.length > 0 && decision?.allowed !== false) {
+    let next = 0;
+    for (const p of plan.planned) if (p.result.enforced) p.result.decision = decided?.[next++];
+    const { shadow } = plan;
+    if (shadow !== undefined && decision?.allowed !== false) {
       try {
         // All-or-nothing among shadow rules too: what enforcing them would have counted.
-        const d = await o.limiter.consume(plan.shadow.map((r) => r.check));
-        plan.shadow.forEach((r, i) => {
+        const d = await o.limiter.consume(shadow.map((r) => r.check));
+        shadow.forEach((r, i) => {
           r.result.decision = d.checks?.[i];
         });
       } catch (err) {
@@ -402,7 +401,7 @@ export class RateLimitCore<Req> {
       paths = new SplitPaths([view.routePattern, view.path]);
       routeCost = set.costs.match(view.method, paths)?.value ?? 1;
     }
-    const plan: Plan = { planned: [], results: [], enforced: [], enforcedChecks: [], shadow: [] };
+    const plan: Plan = { planned: [], results: [], enforcedChecks: [], shadow: undefined };
     // HEAD runs the GET handler (Express, Fastify), so it shares the GET route's bucket.
     const upper = view.method.toUpperCase();
     const method = upper === 'HEAD' ? 'GET' : upper;
@@ -437,10 +436,9 @@ export class RateLimitCore<Req> {
       };
       plan.planned.push(planned);
       plan.results.push(result);
-      if (result.enforced) {
-        plan.enforced.push(planned);
-        plan.enforcedChecks.push(planned.check);
-      } else plan.shadow.push(planned);
+      if (result.enforced) plan.enforcedChecks.push(planned.check);
+      else if (plan.shadow === undefined) plan.shadow = [planned];
+      else plan.shadow.push(planned);
     }
     return plan;
   }
@@ -450,26 +448,32 @@ export class RateLimitCore<Req> {
     const now = this.#now();
     const { results } = plan;
     // One pass, no intermediate arrays: this runs for every request.
-    const enforced: RuleResult[] = [];
     const states: RuleState[] = [];
     const shadowExceeded: string[] = [];
     let refused = false;
+    // The enforced rule single-limit headers report (see `reported`), and its state.
+    let primaryResult: RuleResult | undefined;
+    let primaryState: RuleState | undefined;
     for (const p of plan.planned) {
       const r = p.result;
       if (r.enforced) {
         if (r.decision === undefined) continue;
-        enforced.push(r);
         // A rule by client alone is partitioned by the client key itself (as express-rate-limit hashes it).
-        states.push(state(r, p.windowSeconds, p.clientOnly ? ids.client : r.key));
+        const s = state(r, p.windowSeconds, p.clientOnly ? ids.client : r.key);
+        states.push(s);
         if (!r.decision.allowed) refused = true;
+        if (primaryResult === undefined || reported(r, primaryResult)) {
+          primaryResult = r;
+          primaryState = s;
+        }
       } else if (r.decision?.allowed === false) shadowExceeded.push(r.name);
     }
+    primaryResult ??= primary(results.filter((r) => r.decision));
     const retryAfter = refused ? retryAfterSeconds(states) : undefined;
     if (retryAfter !== undefined) {
       // t of a rule that did not refuse never points past Retry-After: by then it has refilled some.
       for (const s of states) if (!s.violated && s.resetSeconds! > retryAfter) s.resetSeconds = retryAfter;
     }
-    const primaryResult = primary(enforced) ?? primary(results.filter((r) => r.decision));
     if (primaryResult === undefined) return NOTHING;
     const d = primaryResult.decision!;
     const used = Math.max(0, d.limit - d.remaining) + (d.allowed ? 0 : primaryResult.cost);
@@ -492,11 +496,10 @@ export class RateLimitCore<Req> {
       hideRemaining: this.#hide?.(req, view) ?? false,
       now,
     };
-    const primaryState = states[enforced.indexOf(primaryResult)];
     const headers = primaryState ? rateLimitHeaders(states, primaryState, headerOptions) : [];
     if (shadowExceeded.length > 0) this.#call(o.onShadowExceeded, req, info);
     if (!refused) {
-      if (enforced.length > 0) this.#call(o.onExceeding, req, info);
+      if (states.length > 0) this.#call(o.onExceeding, req, info);
       return { action: 'next', headers, info };
     }
     this.#call(o.onExceeded, req, info);
@@ -511,6 +514,16 @@ export class RateLimitCore<Req> {
         : (o.message ?? refusalMessage(violated, retryAfter));
     const body = refusalBody(o.responseFormat ?? 'json', status, message, violated, retryAfter);
     return { action: 'refuse', reason: 'limited', status, headers, info, retryAfter, ...body };
+  }
+
+  /**
+   * Allow-listing is a privilege, so a key entry matches only an identity someone vouched for: the
+   * client key (keyGenerator's, a listed API key, the IP) or an API key the plans file lists —
+   * never a raw header any client can send. Deny lists match the raw header too.
+   */
+  #allowed(set: RuleSet<Req>, ids: Identity): boolean {
+    const vouched = { client: ids.client, apiKey: ids.listedApiKey, ip: ids.ip };
+    return set.allow.has(vouched) || this.#allow.has(vouched);
   }
 
   #ruleSet(): RuleSet<Req> {
@@ -648,19 +661,22 @@ function state(r: RuleResult, windowSeconds: number, partition: string): RuleSta
   };
 }
 
-/** The rule single-limit headers report: the refusing one that frees up last, else the one closest to its limit. */
+/**
+ * Whether single-limit headers report `r` rather than `than` (both decided): the refusing rule
+ * that frees up last, else the one closest to its limit; the earlier one on a tie.
+ */
+function reported(r: RuleResult, than: RuleResult): boolean {
+  const d = r.decision!;
+  const e = than.decision!;
+  if (d.allowed !== e.allowed) return !d.allowed;
+  return d.allowed ? d.remaining / d.limit < e.remaining / e.limit : d.retryAfterMs > e.retryAfterMs;
+}
+
+/** The rule of `results` (all decided) single-limit headers report; see `reported`. */
 function primary(results: readonly RuleResult[]): RuleResult | undefined {
-  let latest: RuleResult | undefined;
-  let closest: RuleResult | undefined;
-  for (const r of results) {
-    const d = r.decision!;
-    if (!d.allowed) {
-      if (!latest || d.retryAfterMs > latest.decision!.retryAfterMs) latest = r;
-    } else if (!closest || d.remaining / d.limit < closest.decision!.remaining / closest.decision!.limit) {
-      closest = r;
-    }
-  }
-  return latest ?? closest;
+  let chosen: RuleResult | undefined;
+  for (const r of results) if (chosen === undefined || reported(r, chosen)) chosen = r;
+  return chosen;
 }
 
 function compileHide<Req>(
