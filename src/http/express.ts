@@ -7,10 +7,10 @@ import type { Store } from '../stores/store.js';
 import { ipKey, parseHop } from './clientIp.js';
 import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
 import { Checks, type Logger, type ValidateOptions } from './expressChecks.js';
-import { type StandardHeaders, setRateLimitHeaders } from './headers.js';
+import { type StandardHeaders, sendRateLimitHeaders } from './headers.js';
 import type { Refusal } from './node.js';
 import { buildKey, pathOf, type RequestView } from './request.js';
-import { setRequestProperty } from './requestProperty.js';
+import { type RequestPropertySetter, requestPropertySetter } from './requestProperty.js';
 
 export { MemoryStore } from '../stores/memoryStore.js';
 export type { RateLimitInfo } from './core.js';
@@ -206,22 +206,28 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
   const resolved = peer ? peerOptions(o) : o;
   const cores = peer ? new PeerCores(resolved, o) : undefined;
   const native = cores ? undefined : core(resolved);
-  const property = resolved.requestPropertyName ?? 'rateLimit';
+  const setInfo = requestPropertySetter(resolved.requestPropertyName ?? 'rateLimit');
   const skipOn = resolved.skipSuccessfulRequests || resolved.skipFailedRequests;
 
+  // As express-rate-limit's, the proxy checks look at the first request only: the setup they
+  // check is the app's, and reading it costs every request something.
+  let proxyChecked = o.keyGenerator !== undefined || o.trustProxy !== undefined;
   const middleware = async (req: Request, res: Response, next: NextFunction) => {
     try {
       // Listen before anything awaits, so an early close or error is not missed.
       const settled = skipOn ? responseSettled(res) : undefined;
       if (resolved.skip && (await resolved.skip(req, res))) return next();
-      if (o.keyGenerator === undefined && o.trustProxy === undefined) checkProxySetting(checks, req);
+      if (!proxyChecked) {
+        proxyChecked = true;
+        checkProxySetting(checks, req);
+      }
       const limit = cores ? await cores.limit(req, res) : undefined;
-      if (limit === 0) return await refuseAll(req, res, next, resolved, property);
+      if (limit === 0) return await refuseAll(req, res, next, resolved, setInfo);
       const c = cores ? cores.for(limit!) : native!;
       const outcome = await c.core.check(req);
       const info = outcome.info;
-      setRequestProperty(req, property, info);
-      if (!res.headersSent) setRateLimitHeaders(res, outcome.headers);
+      setInfo(req, info);
+      sendRateLimitHeaders(res, outcome.headers);
       if (outcome.action === 'next') {
         if (settled && info) giveBackWhen(settled, req, res, resolved, c.limiter, taken(info));
         return next();
@@ -248,15 +254,38 @@ export default rateLimit;
 
 /** What the limiter reads from an Express request; the route pattern once a route matched. */
 export function expressView(req: Request): RequestView {
-  const routePath: unknown = req.route?.path;
-  return {
-    method: req.method,
-    path: pathOf(req.originalUrl ?? req.url),
-    routePattern: typeof routePath === 'string' ? `${req.baseUrl}${routePath}` : undefined,
-    headers: req.headers,
-    remoteAddress: req.socket?.remoteAddress,
-    clientAddress: req.ip,
-  };
+  return new ExpressView(req);
+}
+
+/**
+ * The addresses are read only when asked for: `req.ip` runs Express's trust-proxy walk over
+ * `X-Forwarded-For`, and the limiter needs either it or the socket's address, not both.
+ */
+class ExpressView implements RequestView {
+  readonly method: string;
+  readonly path: string;
+  readonly routePattern: string | undefined;
+  readonly headers: Request['headers'];
+  readonly #req: Request;
+
+  constructor(req: Request) {
+    // Express sets `route` on the request once a route matched; before that, looking it up would
+    // walk the whole prototype chain, on every request (each has a hidden class of its own).
+    const routePath: unknown = Object.hasOwn(req, 'route') ? req.route?.path : undefined;
+    this.method = req.method;
+    this.path = pathOf(req.originalUrl ?? req.url);
+    this.routePattern = typeof routePath === 'string' ? `${req.baseUrl}${routePath}` : undefined;
+    this.headers = req.headers;
+    this.#req = req;
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.#req.socket?.remoteAddress;
+  }
+
+  get clientAddress(): string | undefined {
+    return this.#req.ip;
+  }
 }
 
 /**
@@ -486,7 +515,7 @@ async function refuseAll(
   res: Response,
   next: NextFunction,
   o: ExpressRateLimitOptions,
-  property: string,
+  setInfo: RequestPropertySetter,
 ): Promise<void> {
   const info = {
     limit: 0,
@@ -495,7 +524,7 @@ async function refuseAll(
     resetTime: new Date(),
     key: '',
   } as unknown as RateLimitInfo;
-  setRequestProperty(req, property, info);
+  setInfo(req, info);
   const refusal: Refusal = {
     action: 'refuse',
     reason: 'limited',

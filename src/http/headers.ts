@@ -168,6 +168,23 @@ function partitionKey(key: string): string {
 const LIST_HEADERS = new Set(['RateLimit', 'RateLimit-Policy']);
 
 /**
+ * `setRateLimitHeaders`, unless the response's headers are already out (then nothing is set).
+ * `setHeader` throws once they are, so `headersSent` is read only then: on an Express response
+ * (a hidden class of its own per request) looking the getter up costs every request more than
+ * the rest of this.
+ */
+export function sendRateLimitHeaders(
+  res: Pick<ServerResponse, 'getHeader' | 'setHeader' | 'headersSent'>,
+  headers: readonly Header[],
+): void {
+  try {
+    setRateLimitHeaders(res, headers);
+  } catch (err) {
+    if (!res.headersSent) throw err;
+  }
+}
+
+/**
  * Sets the headers of a decision on a response. `RateLimit` and `RateLimit-Policy` of the
  * structured drafts (8, 10) are lists: a limiter stacked after another on the same response adds
  * its entries (as express-rate-limit does) instead of replacing them.

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type Outcome, RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
-import { setRateLimitHeaders } from './headers.js';
+import { sendRateLimitHeaders } from './headers.js';
 import { pathOf, type RequestView } from './request.js';
 
 /** A refused request as handed to a custom `handler`: status, body and why. Headers are already set. */
@@ -40,7 +40,7 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
   return async (req, res) => {
     const outcome = await core.check(req);
     (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
-    if (!res.headersSent) setRateLimitHeaders(res, outcome.headers);
+    sendRateLimitHeaders(res, outcome.headers);
     if (outcome.action === 'next') return true;
     if (options.handler) options.handler(req, res, outcome);
     else sendRefusal(res, outcome);

@@ -1,4 +1,5 @@
-import type { Server } from 'node:http';
+import { IncomingMessage, type Server } from 'node:http';
+import { Socket } from 'node:net';
 import express from 'express';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rateLimit } from '../../src/http/express.js';
@@ -57,6 +58,45 @@ describe('Express: req[requestPropertyName] (kept off the request object itself)
     expect(first.after).toBe('replaced');
     // A later request gets a fresh decision, not the string the earlier one was given.
     expect(await get(app, '/other')).toEqual({ limits: 'object' });
+  });
+
+  it('keeps the value out of what res.locals shows: keys, JSON and copies', async () => {
+    const app = express();
+    app.use(rateLimit({ limiter, rules: [{ policy: 'per-client' }] }));
+    app.get('/', (req, res) => {
+      res.locals.user = 'u1';
+      res.json({
+        limit: req.rateLimit?.limit,
+        keys: Object.keys(res.locals),
+        json: JSON.stringify(res.locals),
+        copied: Reflect.ownKeys({ ...res.locals }),
+      });
+    });
+    expect(await get(app, '/')).toEqual({
+      limit: 100,
+      keys: ['user'],
+      json: '{"user":"u1"}',
+      copied: ['user'],
+    });
+  });
+
+  it('an Express request without res.locals still reads its value back', async () => {
+    const app = express();
+    const middleware = rateLimit({ limiter, rules: [{ policy: 'per-client' }] });
+    const req = new IncomingMessage(new Socket());
+    req.method = 'GET';
+    req.url = '/';
+    Object.setPrototypeOf(req, app.request);
+    const res = {
+      headersSent: false,
+      getHeader: () => undefined,
+      setHeader: () => {},
+    } as unknown as express.Response;
+    await new Promise<void>((resolve, reject) => {
+      middleware(req as express.Request, res, (err?: unknown) => (err ? reject(err) : resolve()));
+    });
+    expect(Object.hasOwn(req, 'rateLimit'), 'no own property').toBe(false);
+    expect((req as express.Request).rateLimit?.limit).toBe(100);
   });
 
   it('a request whose prototype chain is not Express’s gets an own property', async () => {

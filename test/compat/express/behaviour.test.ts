@@ -182,6 +182,14 @@ describe('validation warnings (express-rate-limit codes)', () => {
     expect(codes(l)).toEqual(['ERR_ERL_UNEXPECTED_X_FORWARDED_FOR']);
   });
 
+  it('the proxy checks look at the first request only, as express-rate-limit’s do', async () => {
+    const l = logger();
+    const app = createServer(rateLimit({ logger: l }));
+    await request(app).get('/').expect(200);
+    await request(app).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    expect(codes(l), 'a later request is not checked').toEqual([]);
+  });
+
   it("'trust proxy' true", async () => {
     const l = logger();
     const app = createServer(rateLimit({ logger: l }));
