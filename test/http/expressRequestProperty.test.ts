@@ -25,6 +25,18 @@ async function get(app: express.Express, path: string): Promise<unknown> {
   }
 }
 
+/** Runs the middleware on `req` with a response that only takes headers, up to `next()`. */
+function runOnce(middleware: express.RequestHandler, req: express.Request): Promise<void> {
+  const res = {
+    headersSent: false,
+    getHeader: () => undefined,
+    setHeader: () => {},
+  } as unknown as express.Response;
+  return new Promise<void>((resolve, reject) => {
+    middleware(req, res, (err?: unknown) => (err ? reject(err) : resolve()));
+  });
+}
+
 describe('Express: req[requestPropertyName] (kept off the request object itself)', () => {
   it('reads like an own property in the app, in a mounted sub-app and after leaving it', async () => {
     const app = express();
@@ -87,14 +99,7 @@ describe('Express: req[requestPropertyName] (kept off the request object itself)
     req.method = 'GET';
     req.url = '/';
     Object.setPrototypeOf(req, app.request);
-    const res = {
-      headersSent: false,
-      getHeader: () => undefined,
-      setHeader: () => {},
-    } as unknown as express.Response;
-    await new Promise<void>((resolve, reject) => {
-      middleware(req as express.Request, res, (err?: unknown) => (err ? reject(err) : resolve()));
-    });
+    await runOnce(middleware, req as express.Request);
     expect(Object.hasOwn(req, 'rateLimit'), 'no own property').toBe(false);
     expect((req as express.Request).rateLimit?.limit).toBe(100);
   });
@@ -108,14 +113,7 @@ describe('Express: req[requestPropertyName] (kept off the request object itself)
       socket: { remoteAddress: '127.0.0.1' },
       ip: '127.0.0.1',
     } as unknown as express.Request;
-    const res = {
-      headersSent: false,
-      getHeader: () => undefined,
-      setHeader: () => {},
-    } as unknown as express.Response;
-    await new Promise<void>((resolve, reject) => {
-      middleware(req, res, (err?: unknown) => (err ? reject(err) : resolve()));
-    });
+    await runOnce(middleware, req);
     expect(Object.hasOwn(req, 'rateLimit'), 'own property').toBe(true);
     expect(req.rateLimit?.limit).toBe(100);
   });
