@@ -404,7 +404,10 @@ export class Limiter {
     localDecisions: 0,
     decisions: 0,
   };
-  readonly #ctx: EngineContext;
+  /** What every rule's key states share of their `EngineContext` (`#contextOf`). */
+  readonly #shared: Omit<EngineContext, 'answer'>;
+  /** The engine context of each rule's key states, made at the rule's first key. */
+  readonly #contexts = new Map<Rule, EngineContext>();
   #closing: Promise<void> | undefined;
   readonly #instanceId: string;
   /** Instances the store counted at the last heartbeat; 0 before the first answer. */
@@ -473,11 +476,10 @@ export class Limiter {
     const closing = new ClosingStore(failover.store, closeTimeout(options.closeTimeoutMs ?? 2000));
     this.#closingStore = closing;
     this.#instanceId = instanceId;
-    const stats = this.#stats;
     const limiter = this;
     const expectedInstances = options.expectedInstances ?? 1;
     let ids = 0;
-    this.#ctx = {
+    this.#shared = {
       store: closing,
       gate,
       now: () => this.#instant ?? this.#now(),
@@ -498,13 +500,6 @@ export class Limiter {
       },
       suspended: (storageKey) => failover.store.suspended(storageKey),
       fleet: () => (this.#fleet === 0 ? 0 : Math.max(this.#fleet, expectedInstances)),
-      answer(storeWaits, cost, check, decision) {
-        if (storeWaits === 0) stats.localDecisions++;
-        decision.source = storeWaits === 0 ? 'lease' : 'store';
-        const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
-        telemetry.decided(decision, cost, check?.route, decision.source, outcome);
-        return decision;
-      },
       get closed() {
         return limiter.#closing !== undefined;
       },
@@ -754,6 +749,7 @@ export class Limiter {
     this.#consumable = consumable(next);
     for (const rule of this.#byKey.keys()) if (next.get(rule.name) !== rule) this.#byKey.delete(rule);
     for (const rule of this.#described.keys()) if (next.get(rule.name) !== rule) this.#described.delete(rule);
+    for (const rule of this.#contexts.keys()) if (next.get(rule.name) !== rule) this.#contexts.delete(rule);
     this.#refreshRecency();
     const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
     for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
@@ -842,11 +838,10 @@ export class Limiter {
 
   /** Counters for a health endpoint; cheap enough to call per request. */
   stats(): LimiterStats {
-    const t = this.#telemetry.counts;
     return {
       ...this.#stats,
-      ...t,
-      outcomes: { ...t.outcomes },
+      ...this.#telemetry.counts,
+      outcomes: this.#telemetry.totals.outcomes(),
       keys: this.#entries.size,
       ...this.#failover.stats,
       storeCallsSuspended: this.#failover.store.shortCircuited,
@@ -932,7 +927,7 @@ export class Limiter {
       }
     } else {
       const id = storageKey(rule.algorithm, rule.name, key);
-      state = ENGINES[rule.algorithm].open(this.#ctx, rule as never, key, id);
+      state = ENGINES[rule.algorithm].open(this.#contextOf(rule), rule as never, key, id);
       this.#refreshRecency();
       this.#entries.set(id, state);
       keys.set(key, state);
@@ -943,6 +938,29 @@ export class Limiter {
     this.#lastKey = key;
     this.#lastState = state;
     return state;
+  }
+
+  /**
+   * The engine context of `rule`'s key states: the shared one, with the `answer` that counts their
+   * decisions straight into the policy's counts (no lookup by name per decision).
+   */
+  #contextOf(rule: Rule): EngineContext {
+    let ctx = this.#contexts.get(rule);
+    if (ctx === undefined) {
+      const stats = this.#stats;
+      const telemetry = this.#telemetry;
+      const counts = telemetry.totals.of(rule.name);
+      const answer: EngineContext['answer'] = (storeWaits, cost, check, decision) => {
+        if (storeWaits === 0) stats.localDecisions++;
+        decision.source = storeWaits === 0 ? 'lease' : 'store';
+        const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
+        telemetry.decided(counts, decision, cost, check?.route, decision.source, outcome);
+        return decision;
+      };
+      ctx = Object.assign(Object.create(this.#shared) as EngineContext, { answer });
+      this.#contexts.set(rule, ctx);
+    }
+    return ctx;
   }
 
   /** Makes the recency refreshes due (`#unrefreshed`), in order: the LRU's order is about to be read. */
@@ -1008,7 +1026,8 @@ export class Limiter {
       const consumed = this.#failover.decide(rule, key, state.storageKey, cost);
       const { decision } = consumed;
       const outcome = decision.allowed ? 'failed-open' : 'failed-closed';
-      this.#telemetry.decided(decision, cost, check?.route, 'fallback', outcome);
+      const counts = this.#telemetry.totals.of(rule.name);
+      this.#telemetry.decided(counts, decision, cost, check?.route, 'fallback', outcome);
       return consumed;
     }
   }

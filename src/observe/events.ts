@@ -71,10 +71,23 @@ export interface BreakerEvent {
   readonly state: BreakerState;
 }
 
+/** Decision counts by label, cumulative (zeros left out). */
+export interface DecisionCounts {
+  decisionCounts(): Iterable<[{ policy: string; outcome: Outcome; source: Source }, number]>;
+  /** Denials by reason (`denied` only, not `shadow-denied`). */
+  denialCounts(): Iterable<[{ policy: string; reason: DenyReason }, number]>;
+}
+
 /** What an observer can read from the limiter when it wants to (e.g. on a metrics scrape). */
 export interface ObservedLimiter {
   /** The configured policy names (current: `setPolicies` may change them). */
   readonly policies: readonly string[];
+  /**
+   * Every decision the limiter made, counted by policy, outcome and source since it started (a
+   * metrics adapter reads them on a scrape instead of counting events). Absent on a stand-in that
+   * is not a `Limiter`.
+   */
+  readonly decisions?: DecisionCounts;
   stats(): LimiterStats;
   /** The `n` most denied keys of `policy` and the (decayed) weight of all its recent denials. */
   offenders(policy: string, n: number): { total: number; top: HeavyHitter[] };

@@ -3,13 +3,13 @@
  * peer dependency; this module, imported as `tokenlease/opentelemetry`, uses only its types).
  *
  * The same measurements as `tokenlease/prometheus`, with the same low-cardinality attributes and no
- * client keys. Decision counts are observable counters read from plain totals at collection time,
- * so the hot path never calls into the SDK.
+ * client keys. Decision counts are observable counters read from the limiters' own plain totals at
+ * collection time, so the hot path never calls into the SDK (nor counts anything for it).
  */
 import type { Attributes, Meter } from '@opentelemetry/api';
 import { ConfigError } from '../errors.js';
-import type { DecisionEvent, LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
-import { breakerStates, countsDecisions, DecisionTotals, localKeys, rankDenials } from './totals.js';
+import type { LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
+import { breakerStates, DecisionTotals, localKeys, rankDenials, summedDecisions } from './totals.js';
 
 export interface OpenTelemetryObserverOptions {
   /** Where the instruments are created, e.g. `metrics.getMeter('tokenlease')`. */
@@ -48,7 +48,8 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
     throw new ConfigError('topN', `expected an integer from 0 to 100, got ${String(topN)}`);
   }
   const limiters = new Set<ObservedLimiter>();
-  const totals = new DecisionTotals();
+  /** The decision counts of limiters it was attached to and no longer is. */
+  const retired = new DecisionTotals();
 
   meter
     .createObservableCounter(`${prefix}decisions`, {
@@ -57,7 +58,8 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
       unit: '{decision}',
     })
     .addCallback((result) => {
-      for (const [attributes, n] of totals.decisionCounts()) result.observe(n, attributes);
+      for (const [attributes, n] of summedDecisions(limiters, retired).decisionCounts())
+        result.observe(n, attributes);
     });
   meter
     .createObservableCounter(`${prefix}rate_limited`, {
@@ -65,7 +67,8 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
       unit: '{decision}',
     })
     .addCallback((result) => {
-      for (const [attributes, n] of totals.denialCounts()) result.observe(n, attributes);
+      for (const [attributes, n] of summedDecisions(limiters, retired).denialCounts())
+        result.observe(n, attributes);
     });
   const storeCalls = meter.createCounter(`${prefix}store.calls`, {
     description: 'Calls to the shared store by operation.',
@@ -126,9 +129,6 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
   );
 
   const observer: Observer = {
-    decision(e: DecisionEvent): void {
-      totals.add(e);
-    },
     storeCall(e: StoreCallEvent): void {
       const op = { op: e.op };
       storeCalls.add(1, op);
@@ -155,8 +155,9 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
       limiters.add(limiter);
     },
     detach(limiter: ObservedLimiter): void {
-      limiters.delete(limiter);
+      // Its decisions stay counted: counters never go down.
+      if (limiters.delete(limiter) && limiter.decisions !== undefined) retired.addAll(limiter.decisions);
     },
   };
-  return countsDecisions(observer, totals);
+  return observer;
 }

@@ -4,13 +4,14 @@
  *
  * Labels are low-cardinality by construction: policy names (configuration), outcomes, sources,
  * reasons, store operations, error codes and ranks. Client keys never become labels — the top
- * offenders are exported by rank, and named only by `limiter.topDenied()`. Decision counts are kept
- * in plain numbers and set on the counters when scraped (see `totals.ts`).
+ * offenders are exported by rank, and named only by `limiter.topDenied()`. Decision counts are the
+ * limiters' own plain numbers, set on the counters when scraped (see `totals.ts`): metrics add
+ * nothing to a decision.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ConfigError } from '../errors.js';
-import type { DecisionEvent, LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
-import { breakerStates, countsDecisions, DecisionTotals, localKeys, rankDenials } from './totals.js';
+import type { LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
+import { breakerStates, DecisionTotals, localKeys, rankDenials, summedDecisions } from './totals.js';
 
 export interface PrometheusObserverOptions {
   /**
@@ -85,7 +86,8 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
   const registers = [options.registry];
   const limiters = new Set<ObservedLimiter>();
 
-  const totals = new DecisionTotals();
+  /** The decision counts of limiters it was attached to and no longer is. */
+  const retired = new DecisionTotals();
   new Counter({
     name: `${prefix}decisions_total`,
     help: 'Limit decisions, one per rule checked, by policy, outcome and what answered (lease, store, fallback).',
@@ -93,7 +95,7 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
     registers,
     collect() {
       this.reset();
-      for (const [labels, n] of totals.decisionCounts()) this.inc(labels, n);
+      for (const [labels, n] of summedDecisions(limiters, retired).decisionCounts()) this.inc(labels, n);
     },
   });
   new Counter({
@@ -103,7 +105,7 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
     registers,
     collect() {
       this.reset();
-      for (const [labels, n] of totals.denialCounts()) this.inc(labels, n);
+      for (const [labels, n] of summedDecisions(limiters, retired).denialCounts()) this.inc(labels, n);
     },
   });
 
@@ -202,9 +204,6 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
 
   const observer: PrometheusObserver = {
     registry: options.registry,
-    decision(e: DecisionEvent): void {
-      totals.add(e);
-    },
     storeCall(e: StoreCallEvent): void {
       storeCalls.inc({ op: e.op });
       storeSeconds.observe({ op: e.op }, e.seconds);
@@ -230,8 +229,9 @@ export function prometheusObserver(options: PrometheusObserverOptions): Promethe
       limiters.add(limiter);
     },
     detach(limiter: ObservedLimiter): void {
-      limiters.delete(limiter);
+      // Its decisions stay counted: counters never go down.
+      if (limiters.delete(limiter) && limiter.decisions !== undefined) retired.addAll(limiter.decisions);
     },
   };
-  return countsDecisions(observer, totals);
+  return observer;
 }

@@ -17,7 +17,7 @@ import type {
   StoreCallEvent,
 } from './events.js';
 import { type HeavyHitter, SpaceSaving } from './spaceSaving.js';
-import { type DecisionTotals, decisionTotalsOf } from './totals.js';
+import { DecisionTotals, type PolicyCounts } from './totals.js';
 
 /** The heavy-hitters sketch of denied keys behind `limiter.topDenied()`. */
 export interface OffendersOptions {
@@ -92,8 +92,9 @@ function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefin
  * observer wants that kind of event.
  */
 export class Telemetry {
-  readonly counts: TelemetryCounts = {
-    outcomes: { allowed: 0, denied: 0, 'shadow-denied': 0, 'failed-open': 0, 'failed-closed': 0 },
+  /** Every decision by policy, outcome and source (`stats().outcomes` sums them). */
+  readonly totals = new DecisionTotals();
+  readonly counts: Omit<TelemetryCounts, 'outcomes'> = {
     leasesReturned: 0,
     leasesExpired: 0,
     tokensStranded: 0,
@@ -102,9 +103,7 @@ export class Telemetry {
   };
   readonly #now: () => number;
   readonly #observers: readonly Observer[];
-  /** Observers given decision events; those that only count them are in `#decisionTotals`. */
   readonly #onDecision: Observer[];
-  readonly #decisionTotals: DecisionTotals[];
   readonly #onStoreCall: Observer[];
   readonly #onLease: Observer[];
   readonly #onBreaker: Observer[];
@@ -117,9 +116,7 @@ export class Telemetry {
   constructor(options: TelemetryOptions) {
     this.#now = options.now;
     this.#observers = readObservers(options.observers);
-    const deciding = this.#observers.filter((o) => typeof o.decision === 'function');
-    this.#decisionTotals = deciding.flatMap((o) => decisionTotalsOf(o) ?? []);
-    this.#onDecision = deciding.filter((o) => decisionTotalsOf(o) === undefined);
+    this.#onDecision = this.#observers.filter((o) => typeof o.decision === 'function');
     this.#onStoreCall = this.#observers.filter((o) => typeof o.storeCall === 'function');
     this.#onLease = this.#observers.filter((o) => typeof o.lease === 'function');
     this.#onBreaker = this.#observers.filter((o) => typeof o.breaker === 'function');
@@ -128,6 +125,7 @@ export class Telemetry {
       get policies() {
         return options.policies();
       },
+      decisions: this.totals,
       stats: options.stats,
       offenders: (policy, n) => {
         const sketch = this.#offenders.get(policy);
@@ -144,15 +142,18 @@ export class Telemetry {
     }
   }
 
-  /** Reports one rule's decision. `outcome` defaults to what the decision says. */
+  /**
+   * Reports one rule's decision, counted into `counts` (`totals.of(decision.policy)`, which the
+   * caller may keep). `outcome` defaults to what the decision says.
+   */
   decided(
+    counts: PolicyCounts,
     decision: Decision,
     cost: number,
     route: string | undefined,
     source: Source,
     outcome: Outcome = decision.allowed ? 'allowed' : 'denied',
   ): void {
-    this.counts.outcomes[outcome]++;
     const denied = outcome === 'denied' || outcome === 'shadow-denied';
     if (denied && this.#newSketch) {
       const now = this.#now();
@@ -168,7 +169,7 @@ export class Telemetry {
       : decision.retryAfterMs === Number.POSITIVE_INFINITY
         ? 'cost-above-limit'
         : 'limit';
-    for (const totals of this.#decisionTotals) totals.count(decision.policy, outcome, source, reason);
+    counts.count(outcome, source, reason);
     if (this.#onDecision.length === 0) return;
     const event: DecisionEvent = {
       policy: decision.policy,

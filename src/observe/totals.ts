@@ -1,18 +1,10 @@
-import type {
-  BreakerState,
-  DecisionEvent,
-  DenyReason,
-  ObservedLimiter,
-  Observer,
-  Outcome,
-  Source,
-} from './events.js';
+import type { BreakerState, DecisionCounts, DenyReason, ObservedLimiter, Outcome, Source } from './events.js';
 
 /**
  * What the metrics adapters (Prometheus, OpenTelemetry) share: per-decision counts kept in plain
- * numbers — a metrics library's `inc`/`add` hashes the label set on every call, which would cost more
- * than the decision being counted — read out when metrics are collected, and the ranked top
- * offenders, which carry no client keys.
+ * numbers by the limiter itself — a metrics library's `inc`/`add` hashes the label set on every
+ * call, which would cost more than the decision being counted — read out when metrics are
+ * collected, and the ranked top offenders, which carry no client keys.
  */
 
 export const OUTCOMES: readonly Outcome[] = [
@@ -29,87 +21,88 @@ const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Reco
 const SOURCE_INDEX = Object.fromEntries(SOURCES.map((s, i) => [s, i])) as Record<Source, number>;
 const REASON_INDEX = Object.fromEntries(REASONS.map((r, i) => [r, i])) as Record<DenyReason, number>;
 
-/** Cumulative counts per policy, one cell per combination of the other labels. */
-export class PolicyTotals {
-  readonly #cells = new Map<string, Float64Array>();
-  readonly #size: number;
-  /** The policy counted last and its cells: a run of one policy's decisions skips the map. */
-  #lastPolicy: string | undefined;
-  #lastCells: Float64Array | undefined;
+/** One policy's counts, cumulative: decisions by (outcome, source), denials by reason. */
+export class PolicyCounts {
+  readonly decisions = new Float64Array(OUTCOMES.length * SOURCES.length);
+  readonly denials = new Float64Array(REASONS.length);
 
-  constructor(size: number) {
-    this.#size = size;
-  }
-
-  add(policy: string, cell: number): void {
-    let cells = policy === this.#lastPolicy ? this.#lastCells : this.#cells.get(policy);
-    if (cells === undefined) {
-      cells = new Float64Array(this.#size);
-      this.#cells.set(policy, cells);
-    }
-    this.#lastPolicy = policy;
-    this.#lastCells = cells;
-    cells[cell]!++;
-  }
-
-  /** Every non-zero count as [policy, cell, total]. */
-  *entries(): Generator<[string, number, number]> {
-    for (const [policy, cells] of this.#cells) {
-      for (let i = 0; i < cells.length; i++) if (cells[i]! > 0) yield [policy, i, cells[i]!];
-    }
-  }
-}
-
-/** Decisions by (outcome, source) and denials by reason, per policy. */
-export class DecisionTotals {
-  readonly decisions = new PolicyTotals(OUTCOMES.length * SOURCES.length);
-  readonly denials = new PolicyTotals(REASONS.length);
-
-  add(e: DecisionEvent): void {
-    this.count(e.policy, e.outcome, e.source, e.reason);
-  }
-
-  /** `add` of an event's labels, for a caller that has no event object. */
-  count(policy: string, outcome: Outcome, source: Source, reason: DenyReason | undefined): void {
-    this.decisions.add(policy, OUTCOME_INDEX[outcome] * SOURCES.length + SOURCE_INDEX[source]);
-    if (outcome === 'denied' && reason !== undefined) this.denials.add(policy, REASON_INDEX[reason]);
-  }
-
-  *decisionCounts(): Generator<[{ policy: string; outcome: Outcome; source: Source }, number]> {
-    for (const [policy, cell, n] of this.decisions.entries()) {
-      const outcome = OUTCOMES[Math.floor(cell / SOURCES.length)]!;
-      yield [{ policy, outcome, source: SOURCES[cell % SOURCES.length]! }, n];
-    }
-  }
-
-  *denialCounts(): Generator<[{ policy: string; reason: DenyReason }, number]> {
-    for (const [policy, cell, n] of this.denials.entries()) yield [{ policy, reason: REASONS[cell]! }, n];
+  count(outcome: Outcome, source: Source, reason: DenyReason | undefined): void {
+    this.decisions[OUTCOME_INDEX[outcome] * SOURCES.length + SOURCE_INDEX[source]]!++;
+    if (outcome === 'denied' && reason !== undefined) this.denials[REASON_INDEX[reason]]!++;
   }
 }
 
 /**
- * Where an observer whose `decision` only counts into a `DecisionTotals` (the metrics adapters)
- * says so: the limiter then counts each decision straight into the totals, building no event
- * object (on a lease hit the event cost more than the count).
+ * Decisions by (outcome, source) and denials by reason, per policy, in plain numbers. A limiter
+ * counts every decision into its own (`ObservedLimiter.decisions`), with or without observers; the
+ * metrics adapters read them when metrics are collected, so metrics add nothing to a decision.
  */
-export const COUNTS_DECISIONS = Symbol('tokenlease.countsDecisions');
+export class DecisionTotals implements DecisionCounts {
+  readonly #policies = new Map<string, PolicyCounts>();
 
-interface Counting {
-  readonly totals: DecisionTotals;
-  /** The observer's `decision` as made here: a replaced one gets events as any observer does. */
-  readonly decision: (e: DecisionEvent) => void;
+  /** The counts of `policy`, from its first decision on. */
+  of(policy: string): PolicyCounts {
+    let counts = this.#policies.get(policy);
+    if (counts === undefined) {
+      counts = new PolicyCounts();
+      this.#policies.set(policy, counts);
+    }
+    return counts;
+  }
+
+  /** Adds what `other` counted. */
+  addAll(other: DecisionCounts): void {
+    for (const [{ policy, outcome, source }, n] of other.decisionCounts()) {
+      this.of(policy).decisions[OUTCOME_INDEX[outcome] * SOURCES.length + SOURCE_INDEX[source]]! += n;
+    }
+    for (const [{ policy, reason }, n] of other.denialCounts()) {
+      this.of(policy).denials[REASON_INDEX[reason]]! += n;
+    }
+  }
+
+  /** Decisions by outcome, over every policy. */
+  outcomes(): Record<Outcome, number> {
+    const out = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+    for (const counts of this.#policies.values()) {
+      for (let cell = 0; cell < counts.decisions.length; cell++) {
+        out[OUTCOMES[Math.floor(cell / SOURCES.length)]!] += counts.decisions[cell]!;
+      }
+    }
+    return out;
+  }
+
+  *decisionCounts(): Generator<[{ policy: string; outcome: Outcome; source: Source }, number]> {
+    for (const [policy, counts] of this.#policies) {
+      for (let cell = 0; cell < counts.decisions.length; cell++) {
+        const n = counts.decisions[cell]!;
+        if (n === 0) continue;
+        const outcome = OUTCOMES[Math.floor(cell / SOURCES.length)]!;
+        yield [{ policy, outcome, source: SOURCES[cell % SOURCES.length]! }, n];
+      }
+    }
+  }
+
+  *denialCounts(): Generator<[{ policy: string; reason: DenyReason }, number]> {
+    for (const [policy, counts] of this.#policies) {
+      for (let cell = 0; cell < counts.denials.length; cell++) {
+        if (counts.denials[cell]! > 0) yield [{ policy, reason: REASONS[cell]! }, counts.denials[cell]!];
+      }
+    }
+  }
 }
 
-/** Marks `observer`, whose `decision` does nothing but add to `totals`, so the limiter counts directly. */
-export function countsDecisions<O extends Observer>(observer: O, totals: DecisionTotals): O {
-  const counting: Counting = { totals, decision: observer.decision! };
-  return Object.assign(observer, { [COUNTS_DECISIONS]: counting });
-}
-
-/** The totals `observer` counts decisions into, when its `decision` is still the counting one. */
-export function decisionTotalsOf(observer: Observer): DecisionTotals | undefined {
-  const counting = (observer as { [COUNTS_DECISIONS]?: Counting })[COUNTS_DECISIONS];
-  return counting !== undefined && counting.decision === observer.decision ? counting.totals : undefined;
+/**
+ * What a metrics adapter exports as decision counts: those of the limiters it is attached to and of
+ * those it was (`retired`, added at their detach), so the counters never go down.
+ */
+export function summedDecisions(
+  limiters: Iterable<ObservedLimiter>,
+  retired: DecisionTotals,
+): DecisionTotals {
+  const sum = new DecisionTotals();
+  sum.addAll(retired);
+  for (const l of limiters) if (l.decisions !== undefined) sum.addAll(l.decisions);
+  return sum;
 }
 
 export interface RankedDenials {

@@ -89,6 +89,26 @@ describe('openTelemetryObserver', () => {
     await provider.shutdown();
   });
 
+  it('sums the decisions of every limiter it was given, closed ones included', async () => {
+    const reader = new PullReader();
+    const provider = new MeterProvider({ readers: [reader] });
+    const observer = openTelemetryObserver({ meter: provider.getMeter('tokenlease') });
+    const make = () => new Limiter({ policies, sweepIntervalMs: 0, observers: [observer] });
+    const [one, two] = [make(), make()];
+    open.push(one);
+    await one.consume('exact', 'a');
+    await two.consume('exact', 'b');
+    await two.consume('exact', 'c');
+    const decisions = async () => (await points(reader)).filter((p) => p.startsWith('tokenlease.decisions{'));
+    expect(await decisions()).toEqual(['tokenlease.decisions{policy=exact,outcome=allowed,source=store} 3']);
+    await two.close();
+    await one.consume('exact', 'd');
+    expect(await decisions(), 'a closed limiter stays counted').toEqual([
+      'tokenlease.decisions{policy=exact,outcome=allowed,source=store} 4',
+    ]);
+    await provider.shutdown();
+  });
+
   it('rejects bad options naming the field', () => {
     expect(() => openTelemetryObserver({ meter: {} as Meter })).toThrow(/`meter`/);
     const meter = new MeterProvider().getMeter('t');

@@ -136,14 +136,13 @@ describe('prometheusObserver', () => {
     expect(stats.storeLatencyMs).toBeGreaterThan(0);
   });
 
-  it('an observer whose decision() is replaced (wrapped) gets every event, and counts through it', async () => {
+  it('counts decisions without decision events, and once when the observer is given a decision() too', async () => {
     const registry = new Registry();
     const observer = prometheusObserver({ registry });
-    const counted = observer.decision!;
+    expect(observer.decision, 'the counts are read from the limiter on a scrape').toBeUndefined();
     const seen: string[] = [];
     observer.decision = (e) => {
       seen.push(`${e.policy}:${e.outcome}`);
-      counted(e);
     };
     const { limiter } = setup({ observers: [observer] });
     await limiter.consume('exact', 'a');
@@ -241,6 +240,13 @@ describe('prometheusObserver', () => {
     expect(await samples(registry, 'tokenlease_local_keys')).toEqual(['tokenlease_local_keys 3']);
     await two.close();
     expect(await samples(registry, 'tokenlease_local_keys')).toEqual(['tokenlease_local_keys 1']);
+    expect(await samples(registry, 'tokenlease_decisions_total'), 'a closed limiter stays counted').toEqual([
+      'tokenlease_decisions_total{policy="exact",outcome="allowed",source="store"} 3',
+    ]);
+    await one.consume('exact', 'd');
+    expect(await samples(registry, 'tokenlease_decisions_total')).toEqual([
+      'tokenlease_decisions_total{policy="exact",outcome="allowed",source="store"} 4',
+    ]);
   });
 
   it('exports the breaker state each attached limiter reports', async () => {
