@@ -22,7 +22,6 @@ export {
   type AcquireOptions,
   Limiter,
   type LimiterOptions,
-  type LimiterStats,
   type ReserveOptions,
   type WaitOptions,
 } from './limiter.js';
@@ -33,15 +32,17 @@ export type {
   DecisionEvent,
   DenyReason,
   LeaseEvent,
+  LimiterStats,
   ObservedLimiter,
   Observer,
   Outcome,
   ReturnReason,
   Source,
   StoreCallEvent,
+  TelemetryCounts,
 } from './observe/events.js';
 export type { HeavyHitter } from './observe/spaceSaving.js';
-export type { OffendersOptions, TelemetryCounts } from './observe/telemetry.js';
+export type { OffendersOptions } from './observe/telemetry.js';
 export { type QuotaAlertsOptions, quotaAlerts, type ThresholdEvent } from './observe/thresholds.js';
 export type {
   ConcurrencyLeaseOptions,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import { windowIndex } from './algorithms/fixedWindow.js';
-import type { BreakerOptions, BreakerState } from './breaker.js';
+import type { BreakerOptions } from './breaker.js';
 import { ClosingStore } from './closing.js';
 import type { Check, Decision, PolicyDescription, Reservation, SlotHandle } from './decision.js';
 import { MAX_TIMER_MS } from './duration.js';
@@ -10,9 +10,9 @@ import type { Consumed, Counters, EngineContext, KeyState, Method } from './engi
 import { ENGINES } from './engines/index.js';
 import { ArgumentError, ClosedError, ConfigError, StoreUnavailableError, TokenleaseError } from './errors.js';
 import { Failover } from './failover.js';
-import type { Observer } from './observe/events.js';
+import type { LimiterStats, Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
-import { type OffendersOptions, Telemetry, type TelemetryCounts } from './observe/telemetry.js';
+import { type OffendersOptions, Telemetry } from './observe/telemetry.js';
 import { estimated, readOf } from './peek.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { fleetHeartbeat } from './stores/fleetOps.js';
@@ -83,45 +83,6 @@ export interface LimiterOptions {
    * @default { failures: 3, coolDown: '250ms' }
    */
   breaker?: BreakerOptions;
-}
-
-export interface LimiterStats extends TelemetryCounts {
-  /** Store calls made (acquisitions and returns). */
-  storeCalls: number;
-  storeErrors: number;
-  leasesGranted: number;
-  tokensLeased: number;
-  tokensReturned: number;
-  /**
-   * Tokens admitted under write-behind allowances (first sights included). The store counts them
-   * only when they are reported: `tokensAllowed - tokensReported` is what a crash now would leave
-   * uncounted (over-admission, bounded by the allowance; docs/architecture.md "Guarantees").
-   */
-  tokensAllowed: number;
-  /** Of `tokensAllowed`, those sent to the store in a report. */
-  tokensReported: number;
-  /** Decisions answered without waiting on the store. */
-  localDecisions: number;
-  decisions: number;
-  keys: number;
-  /** Decisions made by a rule's fail policy because the store failed or was suspended. */
-  fallbackDecisions: number;
-  /** Of `storeCalls`, those the breaker refused without reaching the store. */
-  storeCallsSuspended: number;
-  /** Tokens admitted by fail policies and since written back to the store. */
-  tokensWrittenBack: number;
-  /**
-   * Tokens admitted by fail policies that were not written back: the write-back may have been
-   * applied but its reply was lost (it is never sent twice), or more than `maxKeys` keys owed some.
-   */
-  tokensNotWrittenBack: number;
-  /** The circuit breaker in front of the store: the worst state over its shards (Cluster nodes). */
-  breaker: BreakerState;
-  /**
-   * Instances sharing the store as its heartbeats last counted them (0 until the count is in;
-   * until then nothing is decided under an allowance). See docs/architecture.md "The fleet".
-   */
-  fleet: number;
 }
 
 export interface ReserveOptions {

@@ -7,7 +7,7 @@
 import type { LimitFunction } from 'p-limit';
 import type { Check, Decision, PolicyDescription, Reservation, SlotHandle } from '../decision.js';
 import { StoreUnavailableError } from '../errors.js';
-import type { ReturnReason } from '../observe/events.js';
+import type { LimiterStats, ReturnReason } from '../observe/events.js';
 import type { Telemetry } from '../observe/telemetry.js';
 import type { Rule } from '../policy.js';
 import type { Operation, RunOptions, Store } from '../stores/store.js';
@@ -15,20 +15,19 @@ import type { Operation, RunOptions, Store } from '../stores/store.js';
 /** Options of a store call nobody waits for. */
 export const BACKGROUND: RunOptions = { background: true };
 
-/** Counters every engine keeps up to date; `Limiter.stats()` reports them. */
-export interface Counters {
-  storeCalls: number;
-  storeErrors: number;
-  leasesGranted: number;
-  tokensLeased: number;
-  tokensReturned: number;
-  /** Tokens admitted under allowances (first sights included), counted by the store only when reported. */
-  tokensAllowed: number;
-  /** Of `tokensAllowed`, those sent to the store in a report. */
-  tokensReported: number;
-  localDecisions: number;
-  decisions: number;
-}
+/** The counters of `Limiter.stats()` that engines keep up to date. */
+export type Counters = Pick<
+  LimiterStats,
+  | 'storeCalls'
+  | 'storeErrors'
+  | 'leasesGranted'
+  | 'tokensLeased'
+  | 'tokensReturned'
+  | 'tokensAllowed'
+  | 'tokensReported'
+  | 'localDecisions'
+  | 'decisions'
+>;
 
 /** What the limiter lends its engines. */
 export interface EngineContext {

@@ -1,4 +1,3 @@
-import type { LimiterStats } from '../limiter.js';
 import type { HeavyHitter } from './spaceSaving.js';
 
 /**
@@ -76,6 +75,62 @@ export interface DecisionCounts {
   decisionCounts(): Iterable<[{ policy: string; outcome: Outcome; source: Source }, number]>;
   /** Denials by reason (`denied` only, not `shadow-denied`). */
   denialCounts(): Iterable<[{ policy: string; reason: DenyReason }, number]>;
+}
+
+/** The counters `Telemetry` adds to `limiter.stats()`. */
+export interface TelemetryCounts {
+  /** Decisions by outcome (each rule of a multi-rule check counts once). */
+  outcomes: Record<Outcome, number>;
+  /** Leases whose unused tokens went back to the store, for any reason. */
+  leasesReturned: number;
+  /** Of `leasesReturned`, those handed back because their time was up. */
+  leasesExpired: number;
+  /** Tokens whose return to the store failed. */
+  tokensStranded: number;
+  /** Moving average (weight 0.1 per call) of store call latency in ms; 0 before the first call. */
+  storeLatencyMs: number;
+  /** Last state reported by a circuit breaker in front of the store; undefined when there is none. */
+  breaker: BreakerState | undefined;
+}
+
+/** What `limiter.stats()` returns. */
+export interface LimiterStats extends TelemetryCounts {
+  /** Store calls made (acquisitions and returns). */
+  storeCalls: number;
+  storeErrors: number;
+  leasesGranted: number;
+  tokensLeased: number;
+  tokensReturned: number;
+  /**
+   * Tokens admitted under write-behind allowances (first sights included). The store counts them
+   * only when they are reported: `tokensAllowed - tokensReported` is what a crash now would leave
+   * uncounted (over-admission, bounded by the allowance; docs/architecture.md "Guarantees").
+   */
+  tokensAllowed: number;
+  /** Of `tokensAllowed`, those sent to the store in a report. */
+  tokensReported: number;
+  /** Decisions answered without waiting on the store. */
+  localDecisions: number;
+  decisions: number;
+  keys: number;
+  /** Decisions made by a rule's fail policy because the store failed or was suspended. */
+  fallbackDecisions: number;
+  /** Of `storeCalls`, those the breaker refused without reaching the store. */
+  storeCallsSuspended: number;
+  /** Tokens admitted by fail policies and since written back to the store. */
+  tokensWrittenBack: number;
+  /**
+   * Tokens admitted by fail policies that were not written back: the write-back may have been
+   * applied but its reply was lost (it is never sent twice), or more than `maxKeys` keys owed some.
+   */
+  tokensNotWrittenBack: number;
+  /** The circuit breaker in front of the store: the worst state over its shards (Cluster nodes). */
+  breaker: BreakerState;
+  /**
+   * Instances sharing the store as its heartbeats last counted them (0 until the count is in;
+   * until then nothing is decided under an allowance). See docs/architecture.md "The fleet".
+   */
+  fleet: number;
 }
 
 /** What an observer can read from the limiter when it wants to (e.g. on a metrics scrape). */

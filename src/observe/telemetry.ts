@@ -1,7 +1,6 @@
 import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { ArgumentError, ConfigError, TokenleaseError } from '../errors.js';
-import type { LimiterStats } from '../limiter.js';
 import type { Operation, RunOptions, Store } from '../stores/store.js';
 import type {
   BreakerEvent,
@@ -9,12 +8,14 @@ import type {
   DecisionEvent,
   DenyReason,
   LeaseEvent,
+  LimiterStats,
   ObservedLimiter,
   Observer,
   Outcome,
   ReturnReason,
   Source,
   StoreCallEvent,
+  TelemetryCounts,
 } from './events.js';
 import { type HeavyHitter, SpaceSaving } from './spaceSaving.js';
 import { DecisionTotals, type PolicyCounts } from './totals.js';
@@ -29,22 +30,6 @@ export interface OffendersOptions {
   capacity?: number;
   /** Denials older than this weigh half as much, so the list follows who is denied now. @default '1m' */
   halfLife?: Duration;
-}
-
-/** The counters `Telemetry` adds to `limiter.stats()`. */
-export interface TelemetryCounts {
-  /** Decisions by outcome (each rule of a multi-rule check counts once). */
-  outcomes: Record<Outcome, number>;
-  /** Leases whose unused tokens went back to the store, for any reason. */
-  leasesReturned: number;
-  /** Of `leasesReturned`, those handed back because their time was up. */
-  leasesExpired: number;
-  /** Tokens whose return to the store failed. */
-  tokensStranded: number;
-  /** Moving average (weight 0.1 per call) of store call latency in ms; 0 before the first call. */
-  storeLatencyMs: number;
-  /** Last state reported by a circuit breaker in front of the store; undefined when there is none. */
-  breaker: BreakerState | undefined;
 }
 
 interface TelemetryOptions {
