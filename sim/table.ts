@@ -136,7 +136,7 @@ cumulative drift farthest from 0 over the run, after the warm-up (until the exac
 drift target holds for both. excess/bound: worst tokens admitted in any window above the exact
 envelope burst + rate·(L + RTT), and the allowance leasing may add (2·maxLease per instance). over / under: worst window
 in which the cluster admitted more / fewer tokens than the exact limiter. denied<lim: denials the exact limiter admitted
-with ≥ 10 % of the limit left. calls/dec: store calls per decision; trips/dec: Redis round trips per decision (one
+with ≥ 10 % of the limit left. calls/dec: store calls per decision (heartbeats included); trips/dec: Redis round trips per decision (one
 instance's calls of one instant travel in one batch). lost: leased tokens crashed instances took with them.
 instances: a→b→c autoscaling (✝ = leaving instances crash). demand: × the limit; +retry honours Retry-After, +retry! ignores it.
 ok: ✗ pending = only targets of open work were missed (reported; they fail the run only with --strict).`;
