@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Limiter, MemoryStore } from '../../src/index.js';
-
-const settle = async () => {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-};
+import { countFleet, settle } from '../support/virtualFleet.js';
 
 // One token a day: the level moves only with what the fleet takes.
 const bucket = { algorithm: 'token-bucket' as const, rate: 1, period: '1d' as const, burst: 100 };
@@ -21,12 +18,7 @@ async function fleetOfFour() {
       sweepIntervalMs: 0,
     });
   const members = [limiter(true), limiter(true), limiter(true), limiter(false)];
-  for (let i = 0; i < 20 && members.some((m) => m.stats().fleet !== 4); i++) {
-    for (const m of members) m.sweep();
-    await settle();
-    clock.advance(500);
-  }
-  expect(members.map((m) => m.stats().fleet)).toEqual([4, 4, 4, 4]);
+  await countFleet(members, clock.advance);
   return { clock, a: members[0]!, leaser: members[3]!, members };
 }
 

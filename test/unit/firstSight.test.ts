@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Limiter, MemoryStore } from '../../src/index.js';
 import { FaultyStore } from '../support/faultyStore.js';
-
-const settle = async () => {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-};
+import { countFleet, settle } from '../support/virtualFleet.js';
 
 describe('first sight', () => {
   it('admits one request per instance and key before the store answers, however long it is down', async () => {
@@ -23,13 +20,9 @@ describe('first sight', () => {
     const store = new FaultyStore(shared);
     const a = new Limiter({ store, policies, now, sweepIntervalMs: 0 });
     const b = new Limiter({ store: new FaultyStore(shared), policies, now, sweepIntervalMs: 0 });
-    for (let i = 0; i < 20 && a.stats().fleet !== 2; i++) {
-      a.sweep();
-      b.sweep();
-      await settle();
-      t += 500;
-    }
-    expect(a.stats().fleet).toBe(2);
+    await countFleet([a, b], (ms) => {
+      t += ms;
+    });
     store.fault = 'down';
     let admitted = 0;
     // 4 s of requests for a key A never saw, the breaker opening and probing again meanwhile.

@@ -2,10 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { Limiter, MemoryStore } from '../../src/index.js';
 import type { Operation, Store } from '../../src/stores/store.js';
-
-const settle = async () => {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-};
+import { countFleet, settle } from '../support/virtualFleet.js';
 
 /** A connection whose calls, while `slow`, run on the store only when `deliver()` is called. */
 class SlowStore implements Store {
@@ -55,13 +52,9 @@ describe('a report of the window that turned', () => {
       now,
       sweepIntervalMs: 0,
     });
-    for (let i = 0; i < 20 && a.stats().fleet !== 2; i++) {
-      a.sweep();
-      b.sweep();
-      await settle();
-      t += WINDOW;
-    }
-    expect(a.stats().fleet).toBe(2);
+    await countFleet([a, b], (ms) => {
+      t += ms;
+    });
     // Window W: B takes 110, below half of the limit left, so A leases.
     t = Math.ceil(t / WINDOW) * WINDOW;
     for (let i = 0; i < 110; i++) await b.consume('p', 'k');

@@ -3,10 +3,7 @@ import { Limiter, MemoryStore } from '../../src/index.js';
 import { storageKey } from '../../src/stores/keys.js';
 import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
 import { FaultyStore } from '../support/faultyStore.js';
-
-const settle = async () => {
-  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
-};
+import { countFleet, settle } from '../support/virtualFleet.js';
 
 describe('usage riding on a hand-back', () => {
   it('is reported later when the hand-back was never sent, not lost', async () => {
@@ -23,13 +20,9 @@ describe('usage riding on a hand-back', () => {
       now,
       sweepIntervalMs: 0,
     });
-    for (let i = 0; i < 20 && a.stats().fleet !== 2; i++) {
-      a.sweep();
-      b.sweep();
-      await settle();
-      t += 500;
-    }
-    expect(a.stats().fleet).toBe(2);
+    await countFleet([a, b], (ms) => {
+      t += ms;
+    });
     /** The bucket's level, read without changing it (a refused probe writes nothing). */
     const level = async () => {
       const probe = { rate: 1, periodMs: 86_400_000, burst: 100, want: 1e9, min: 1e9, ahead: 0 };
