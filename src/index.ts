@@ -29,6 +29,7 @@ export { type DecisionLogEntry, type DecisionLogOptions, decisionLog } from './o
 export type {
   BreakerEvent,
   BreakerState,
+  DecisionCounts,
   DecisionEvent,
   DenyReason,
   LeaseEvent,
