@@ -186,6 +186,18 @@ function decisionOf(consumed: Consumed): Decision {
   return consumed.decision;
 }
 
+/** lru-cache allocates its index for `max` entries up front: 1e8 took 3.2 GB, 1e9 killed Node. */
+const MAX_KEYS = 10_000_000;
+
+/** An optional options argument: absent, or an object (plain JS callers pass anything). */
+function optionsArgument<T extends object>(value: T | undefined): T | Record<string, never> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null) {
+    throw new ArgumentError('options', `expected an options object, got ${String(value)}`);
+  }
+  return value;
+}
+
 function positiveInteger(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
     throw new ConfigError(field, `expected an integer from 1 and up, got ${String(value)}`);
@@ -392,6 +404,12 @@ export class Limiter {
       throw new ConfigError('store', 'expected a Store (MemoryStore or RedisStore)');
     const gate = pLimit(positiveInteger(options.concurrency ?? 32, 'concurrency'));
     const maxKeys = positiveInteger(options.maxKeys ?? 100_000, 'maxKeys');
+    if (maxKeys > MAX_KEYS) {
+      throw new ConfigError(
+        'maxKeys',
+        `expected an integer from 1 to ${MAX_KEYS} (the table preallocates about 32 bytes per key), got ${maxKeys}`,
+      );
+    }
     this.#refreshEvery = Math.floor(maxKeys / 4);
     this.#entries = new LRUCache<string, KeyState>({
       max: maxKeys,
@@ -721,12 +739,12 @@ export class Limiter {
    * and says how long to wait for it (`delayMs`); refuses — taking nothing — when it is further off.
    * `wait()` is this plus the waiting.
    */
-  async reserve(policy: string, key: string, cost = 1, options: ReserveOptions = {}): Promise<Reservation> {
+  async reserve(policy: string, key: string, cost = 1, options?: ReserveOptions): Promise<Reservation> {
     if (this.#closing) throw new ClosedError('Limiter');
     const rule = this.#rule(policy, 'policy', 'reserve');
     const k = this.#key(key, 'key');
     const c = checkCost(cost, 'cost', rule);
-    const maxWaitMs = options.maxWaitMs;
+    const { maxWaitMs } = optionsArgument(options);
     // wait() sleeps up to this long, and a Node timer fires at once for a longer delay.
     if (
       maxWaitMs !== undefined &&
@@ -747,8 +765,8 @@ export class Limiter {
    * turn is more than `maxWaitMs` away. Aborting `signal` rejects with its reason and gives the
    * turn back. Decisions use the limiter's clock; the wait itself is a timer.
    */
-  async wait(policy: string, key: string, cost = 1, options: WaitOptions = {}): Promise<Decision> {
-    const { signal } = options;
+  async wait(policy: string, key: string, cost = 1, options?: WaitOptions): Promise<Decision> {
+    const { signal } = optionsArgument(options);
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new ArgumentError('options.signal', 'expected an AbortSignal');
     }
@@ -770,11 +788,11 @@ export class Limiter {
    * (`allowed: false`) holds nothing. Slots of a process that dies expire after the policy's
    * `slotTtl`; the limiter renews the slots it holds on its sweep.
    */
-  async acquire(policy: string, key: string, options: AcquireOptions = {}): Promise<SlotHandle> {
+  async acquire(policy: string, key: string, options?: AcquireOptions): Promise<SlotHandle> {
     if (this.#closing) throw new ClosedError('Limiter');
     const rule = this.#rule(policy, 'policy', 'acquire');
     const k = this.#key(key, 'key');
-    const cost = checkCost(options.cost ?? 1, 'options.cost', rule);
+    const cost = checkCost(optionsArgument(options).cost ?? 1, 'options.cost', rule);
     this.#stats.decisions++;
     return this.#entry(rule, k).acquire!(cost);
   }

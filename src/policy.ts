@@ -584,6 +584,40 @@ const COMPILERS: { [A in Algorithm]: (name: string, raw: never, field: string) =
   concurrency,
 };
 
+const WINDOW_LEASE = ['maxFraction', 'ttl', 'horizon', 'writeBehind'] as const;
+
+/**
+ * The options of each algorithm, and of its lease object where it has one. Anything else is a
+ * typo or an option of another algorithm, which would otherwise be silently ignored (a
+ * concurrency policy's `fail`, a token bucket's `limit`).
+ */
+const OPTIONS: { [A in Algorithm]: { policy: readonly string[]; lease?: readonly string[] } } = {
+  'token-bucket': {
+    policy: ['algorithm', 'rate', 'period', 'burst', 'lease', 'fail'],
+    lease: ['maxFraction', 'ahead', 'ttl', 'horizon', 'writeBehind'],
+  },
+  'fixed-window': {
+    policy: ['algorithm', 'limit', 'window', 'anchor', 'lease', 'fail'],
+    lease: WINDOW_LEASE,
+  },
+  'sliding-window': {
+    policy: ['algorithm', 'limit', 'window', 'anchor', 'lease', 'fail'],
+    lease: WINDOW_LEASE,
+  },
+  'sliding-log': { policy: ['algorithm', 'limit', 'window', 'quantum', 'lease', 'fail'] },
+  'leaky-bucket': { policy: ['algorithm', 'rate', 'period', 'burst', 'maxWait', 'lease', 'fail'] },
+  concurrency: { policy: ['algorithm', 'limit', 'slotTtl', 'lease'], lease: ['maxFraction', 'ttl'] },
+};
+
+function knownOptions(value: object, known: readonly string[], field: string): void {
+  for (const option of Object.keys(value)) {
+    if (!known.includes(option)) {
+      const expected = known.map((k) => `\`${k}\``).join(', ');
+      throw new ConfigError(`${field}.${option}`, `unknown option; expected one of ${expected}`);
+    }
+  }
+}
+
 /** Validates one policy; errors name the field as `policies.<name>.<option>`. */
 export function compilePolicy(name: string, raw: unknown): Rule {
   const field = `policies.${name}`;
@@ -596,6 +630,11 @@ export function compilePolicy(name: string, raw: unknown): Rule {
       `expected one of ${known.join(', ')}, got ${JSON.stringify(algorithm)}`,
     );
   }
+  const options = OPTIONS[algorithm as Algorithm];
+  knownOptions(raw, options.policy, field);
+  const lease = (raw as { lease?: unknown }).lease;
+  if (options.lease && typeof lease === 'object' && lease !== null)
+    knownOptions(lease, options.lease, `${field}.lease`);
   return COMPILERS[algorithm as Algorithm](name, raw as never, field);
 }
 

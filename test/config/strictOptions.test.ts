@@ -1,0 +1,172 @@
+/**
+ * Options a user can get wrong without a type checker (plain JS, a config file, a typo): each is a
+ * typed error naming the field, never a silently ignored setting or a crash.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { ArgumentError, ConfigError, Limiter, RedisStore, TokenleaseError } from '../../src/index.js';
+import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
+import { thrown } from '../support/thrown.js';
+
+afterAll(closeAllClients);
+
+const rejection = (run: () => unknown) => thrown(TokenleaseError, run);
+
+/** The typed error the promise of `run` rejects with; fails the test on anything else. */
+async function rejectionOf(run: () => Promise<unknown>): Promise<TokenleaseError> {
+  const outcome = await run().then(
+    () => new Error('resolved: expected a TokenleaseError'),
+    (err: unknown) => err,
+  );
+  if (outcome instanceof TokenleaseError) return outcome;
+  throw outcome;
+}
+const bucket = { b: { algorithm: 'token-bucket', rate: 10 } } as const;
+
+describe('a policy option the algorithm does not have is refused, naming it', () => {
+  it.each([
+    ['token-bucket', { algorithm: 'token-bucket', rate: 10, limit: 5 }, 'policies.p.limit'],
+    ['token-bucket', { algorithm: 'token-bucket', rate: 10, window: '1m' }, 'policies.p.window'],
+    [
+      'token-bucket',
+      { algorithm: 'token-bucket', rate: 10, lease: { maxFrac: 0.5 } },
+      'policies.p.lease.maxFrac',
+    ],
+    ['fixed-window', { algorithm: 'fixed-window', limit: 5, window: '1m', burst: 9 }, 'policies.p.burst'],
+    [
+      'fixed-window',
+      { algorithm: 'fixed-window', limit: 5, window: '1m', lease: { ahead: '1s' } },
+      'policies.p.lease.ahead',
+    ],
+    ['sliding-window', { algorithm: 'sliding-window', limit: 5, window: '1m', rate: 5 }, 'policies.p.rate'],
+    [
+      'sliding-log',
+      { algorithm: 'sliding-log', limit: 5, window: '1m', quantums: '1s' },
+      'policies.p.quantums',
+    ],
+    ['leaky-bucket', { algorithm: 'leaky-bucket', rate: 5, max_wait: '2s' }, 'policies.p.max_wait'],
+    ['concurrency', { algorithm: 'concurrency', limit: 5, ttl: '1m' }, 'policies.p.ttl'],
+    [
+      'concurrency',
+      { algorithm: 'concurrency', limit: 5, lease: { writeBehind: false } },
+      'policies.p.lease.writeBehind',
+    ],
+  ])('%s: %j', (_algorithm, policy, field) => {
+    const err = rejection(() => new Limiter({ policies: { p: policy as never } }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe(field);
+    expect(err.message, 'the message lists what the algorithm takes').toMatch(
+      /unknown option; expected one of/,
+    );
+  });
+
+  it("a concurrency policy's `fail` is refused: acquire() has no fail policy, so it would be silently ignored", () => {
+    const err = rejection(
+      () => new Limiter({ policies: { p: { algorithm: 'concurrency', limit: 5, fail: 'open' } as never } }),
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe('policies.p.fail');
+  });
+
+  it('setPolicies refuses it too, and the old policy keeps running', async () => {
+    const limiter = new Limiter({ policies: bucket, sweepIntervalMs: 0 });
+    const err = rejection(() =>
+      limiter.setPolicies({ b: { algorithm: 'token-bucket', rate: 10, brust: 20 } as never }),
+    );
+    expect(err.field).toBe('policies.b.brust');
+    expect(limiter.describe('b').limit, 'the old policy still runs').toBe(10);
+    await limiter.close();
+  });
+
+  it('every documented option is still accepted', async () => {
+    const limiter = new Limiter({
+      sweepIntervalMs: 0,
+      policies: {
+        tb: {
+          algorithm: 'token-bucket',
+          rate: 10,
+          period: '1s',
+          burst: 20,
+          fail: 'open',
+          lease: { maxFraction: 0.2, ahead: '1s', ttl: '2s', horizon: '100ms', writeBehind: false },
+        },
+        fw: {
+          algorithm: 'fixed-window',
+          limit: 5,
+          window: '1m',
+          anchor: 'first-hit',
+          fail: 'closed',
+          lease: { maxFraction: 0.2, ttl: '2s', horizon: '100ms', writeBehind: true },
+        },
+        sw: { algorithm: 'sliding-window', limit: 5, window: '1m', lease: 'exact', fail: 'local' },
+        sl: { algorithm: 'sliding-log', limit: 5, window: '1m', quantum: '1s', lease: 'exact', fail: 'open' },
+        lb: {
+          algorithm: 'leaky-bucket',
+          rate: 5,
+          period: '1s',
+          burst: 2,
+          maxWait: '1s',
+          lease: 'exact',
+          fail: 'open',
+        },
+        cc: { algorithm: 'concurrency', limit: 5, slotTtl: '30s', lease: { maxFraction: 0.5, ttl: '1s' } },
+      },
+    });
+    expect((await limiter.consume('tb', 'k')).allowed).toBe(true);
+    await limiter.close();
+  });
+});
+
+describe('maxKeys has an upper bound', () => {
+  // The local table preallocates its index for maxKeys entries: 1e8 took 3.2 GB and 79 s to
+  // construct, 1e9 killed Node, 2^32 threw a RangeError from inside lru-cache.
+  it.each([1e9, 2 ** 32, 1e12])('maxKeys %s is a ConfigError naming the field and the range', (maxKeys) => {
+    const err = rejection(() => new Limiter({ policies: bucket, maxKeys }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe('maxKeys');
+    expect(err.message).toMatch(/from 1 to 10000000/);
+  });
+});
+
+describe('options objects of acquire, reserve and wait', () => {
+  const policies = {
+    slots: { algorithm: 'concurrency', limit: 3 },
+    shaper: { algorithm: 'leaky-bucket', rate: 10, burst: 3 },
+  } as const;
+
+  it.each([null, 2, 'x'])(
+    'acquire(policy, key, %j) is an ArgumentError naming `options`, and takes no slot',
+    async (options) => {
+      const client = redisClient();
+      const store = new RedisStore({ client, prefix: uniquePrefix('strict-acquire'), timeoutMs: 2000 });
+      const limiter = new Limiter({ store, policies, sweepIntervalMs: 0 });
+      const err = await rejectionOf(() => limiter.acquire('slots', 'k', options as never));
+      expect(err).toBeInstanceOf(ArgumentError);
+      expect(err.field).toBe('options');
+      const held = [];
+      for (let i = 0; i < 3; i++) held.push(await limiter.acquire('slots', 'k'));
+      expect(
+        held.map((h) => h.allowed),
+        'all three slots are still free',
+      ).toEqual([true, true, true]);
+      for (const h of held) await h.release();
+      await limiter.close();
+      await store.close();
+    },
+  );
+
+  it.each([null, 5])(
+    'reserve and wait with options %j are ArgumentErrors naming `options`',
+    async (options) => {
+      const limiter = new Limiter({ policies, sweepIntervalMs: 0 });
+      for (const call of [
+        () => limiter.reserve('shaper', 'k', 1, options as never),
+        () => limiter.wait('shaper', 'k', 1, options as never),
+      ]) {
+        const err = await rejectionOf(call);
+        expect(err).toBeInstanceOf(ArgumentError);
+        expect(err.field).toBe('options');
+      }
+      await limiter.close();
+    },
+  );
+});
