@@ -78,3 +78,11 @@ function describe(ms: number): string {
   const about = days < 365 ? `${days.toFixed(1)} days` : `${(days / 365.25).toFixed(1)} years`;
   return `${ms} ms (about ${about})`;
 }
+
+/** A `now` option: absent, or a function returning milliseconds (checked where it is passed in). */
+export function clockOption(now: unknown): (() => number) | undefined {
+  if (now !== undefined && typeof now !== 'function') {
+    throw new ConfigError('now', 'expected a function returning milliseconds');
+  }
+  return now as (() => number) | undefined;
+}

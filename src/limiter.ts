@@ -5,7 +5,7 @@ import { windowIndex } from './algorithms/fixedWindow.js';
 import type { BreakerOptions } from './breaker.js';
 import { ClosingStore } from './closing.js';
 import type { Check, Decision, PolicyDescription, Reservation, SlotHandle } from './decision.js';
-import { MAX_TIMER_MS } from './duration.js';
+import { clockOption, MAX_TIMER_MS } from './duration.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
 import { ArgumentError, ClosedError, ConfigError, StoreUnavailableError, TokenleaseError } from './errors.js';
@@ -392,9 +392,7 @@ export class Limiter {
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null)
       throw new ConfigError('options', 'expected an object');
-    if (options.now !== undefined && typeof options.now !== 'function') {
-      throw new ConfigError('now', 'expected a function returning milliseconds');
-    }
+    clockOption(options.now);
     this.#rules = compilePolicies(options.policies);
     this.#consumable = consumable(this.#rules);
     this.#now = options.now ?? monotonicNow;

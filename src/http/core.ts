@@ -244,7 +244,7 @@ export class RateLimitCore<Req> {
     this.#view = view;
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
     this.#standard = o.standardHeaders === true ? 'draft-6' : (o.standardHeaders ?? 'draft-10');
-    this.#apiKeyHeader = (o.apiKeyHeader ?? 'x-api-key').toLowerCase();
+    this.#apiKeyHeader = headerName(o.apiKeyHeader ?? 'x-api-key', 'apiKeyHeader');
     this.#now = o.now ?? Date.now;
     if (o.plans !== undefined) {
       if (o.rules !== undefined || o.costs !== undefined) {
@@ -693,4 +693,12 @@ function compileHide<Req>(
     'hideRemaining',
   );
   return (_req, view) => table.match(view.method, [view.routePattern, view.path]) !== undefined;
+}
+
+/** A header name option (an RFC 9110 token), lower-cased as Node keys the headers it received. */
+function headerName(value: unknown, field: string): string {
+  if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value)) {
+    throw new ConfigError(field, `expected a header name such as 'x-api-key', got ${JSON.stringify(value)}`);
+  }
+  return value.toLowerCase();
 }

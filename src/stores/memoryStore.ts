@@ -1,3 +1,4 @@
+import { clockOption } from '../duration.js';
 import { ClosedError } from '../errors.js';
 import type { Operation, Store } from './store.js';
 
@@ -29,7 +30,7 @@ export class MemoryStore implements Store {
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
-    this.#now = options.now ?? Date.now;
+    this.#now = clockOption(options.now) ?? Date.now;
   }
 
   /** Number of live keys (for tests and memory accounting). */

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { clockOption } from '../duration.js';
 import {
   ClosedError,
   ConfigError,
@@ -243,9 +244,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (typeof prefix !== 'string' || /[{}]/.test(prefix)) {
       throw new ConfigError('prefix', 'expected a string without `{` or `}` (they would break the hash tag)');
     }
-    if (options.now !== undefined && typeof options.now !== 'function') {
-      throw new ConfigError('now', 'expected a function returning milliseconds');
-    }
+    clockOption(options.now);
     if (options.onWarning !== undefined && typeof options.onWarning !== 'function') {
       throw new ConfigError('onWarning', 'expected a function taking a message');
     }

@@ -3,7 +3,15 @@
  * typed error naming the field, never a silently ignored setting or a crash.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { ArgumentError, ConfigError, Limiter, RedisStore, TokenleaseError } from '../../src/index.js';
+import { rateLimit } from '../../src/http/index.js';
+import {
+  ArgumentError,
+  ConfigError,
+  Limiter,
+  MemoryStore,
+  RedisStore,
+  TokenleaseError,
+} from '../../src/index.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
 import { thrown } from '../support/thrown.js';
 
@@ -166,6 +174,30 @@ describe('options objects of acquire, reserve and wait', () => {
         expect(err).toBeInstanceOf(ArgumentError);
         expect(err.field).toBe('options');
       }
+      await limiter.close();
+    },
+  );
+});
+
+describe('clocks and header names', () => {
+  it.each([5, 'now'])(
+    'MemoryStore({ now: %j }) is a ConfigError naming `now` (it threw a TypeError at the first decision)',
+    (now) => {
+      const err = rejection(() => new MemoryStore({ now: now as never }));
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err.field).toBe('now');
+    },
+  );
+
+  it.each([5, '', 'x api key'])(
+    'apiKeyHeader %j is a ConfigError naming it (5 threw a TypeError)',
+    async (apiKeyHeader) => {
+      const limiter = new Limiter({ policies: bucket, sweepIntervalMs: 0 });
+      const err = rejection(() =>
+        rateLimit({ limiter, rules: [{ policy: 'b', by: 'apiKey' }], apiKeyHeader: apiKeyHeader as never }),
+      );
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err.field).toBe('apiKeyHeader');
       await limiter.close();
     },
   );
