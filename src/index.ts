@@ -1,4 +1,4 @@
-export type { Transition } from './algorithms/tokenBucket.js';
+export type { Transition } from './algorithms/transition.js';
 export type { BreakerOptions } from './breaker.js';
 export type {
   Check,

@@ -10,7 +10,7 @@
  * The Lua in `lua/concurrency_acquire.lua`, `lua/concurrency_release.lua` and
  * `lua/concurrency_renew.lua` is a line-by-line port.
  */
-import type { Transition } from './tokenBucket.js';
+import type { Transition } from './transition.js';
 
 /** Stored state: slot id -> expiry time in ms. */
 export interface ConcurrencyState {

@@ -3,7 +3,7 @@
  * would see now. A read never writes: the state is returned as it came, so no key is created,
  * extended or trimmed.
  */
-import type { Transition } from './tokenBucket.js';
+import type { Transition } from './transition.js';
 
 export interface Estimate {
   /** Room left now, unrounded (the limiter floors and clamps it). */

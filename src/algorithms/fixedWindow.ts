@@ -13,7 +13,7 @@
  */
 import { allowanceFrom } from './allowance.js';
 import { type Estimate, unchanged } from './estimate.js';
-import type { Transition } from './tokenBucket.js';
+import type { Transition } from './transition.js';
 import {
   grantFrom,
   leaseMin,

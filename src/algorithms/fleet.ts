@@ -5,7 +5,7 @@
  * still counts for one window (allowances are then smaller, never larger) and one that joined
  * counts from its first beat. The Lua in `lua/fleet_heartbeat.lua` is a line-by-line port.
  */
-import type { Transition } from './tokenBucket.js';
+import type { Transition } from './transition.js';
 
 /** Last beat (store time, ms) of each instance id. */
 export type FleetState = Readonly<Record<string, number>>;

@@ -13,7 +13,7 @@
  * The Lua in `lua/leaky_bucket_reserve.lua` and `lua/leaky_bucket_cancel.lua` is a line-by-line port.
  */
 import { type Estimate, unchanged } from './estimate.js';
-import type { Transition } from './tokenBucket.js';
+import type { Transition } from './transition.js';
 
 /** Stored state; an absent bucket is empty (tat <= now). */
 export interface LeakyBucketState {

@@ -14,7 +14,7 @@
  * The Lua in `lua/sliding_log_acquire.lua` and `lua/sliding_log_release.lua` is a line-by-line port.
  */
 import { type Estimate, unchanged } from './estimate.js';
-import type { Transition } from './tokenBucket.js';
+import type { Transition } from './transition.js';
 
 export interface LogEntry {
   readonly member: string;

@@ -12,7 +12,7 @@
  * The Lua in `lua/sliding_log_quantised_acquire.lua` and `..._release.lua` is a line-by-line port.
  */
 import { type Estimate, unchanged } from './estimate.js';
-import type { Transition } from './tokenBucket.js';
+import type { Transition } from './transition.js';
 
 /** Stored state: units admitted per bucket (bucket i covers `[i * quantum, (i + 1) * quantum)`). */
 export interface QuantisedLogState {

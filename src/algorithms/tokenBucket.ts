@@ -17,6 +17,7 @@
 import { allowanceFrom } from './allowance.js';
 
 import { type Estimate, unchanged } from './estimate.js';
+import type { Transition } from './transition.js';
 
 /** Stored state of one bucket. An absent bucket is full. */
 export interface TokenBucketState {
@@ -53,13 +54,6 @@ export interface AcquireResult {
 
 export interface ReleaseRequest extends TokenBucketShape {
   readonly tokens: number;
-}
-
-/** The result of an operation: the next state (undefined = delete) and its time to live. */
-export interface Transition<S, R> {
-  readonly state: S | undefined;
-  readonly ttlMs: number;
-  readonly result: R;
 }
 
 export function refill(state: TokenBucketState | undefined, now: number, shape: TokenBucketShape): number {

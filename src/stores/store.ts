@@ -1,4 +1,4 @@
-import type { Transition } from '../algorithms/tokenBucket.js';
+import type { Transition } from '../algorithms/transition.js';
 
 /**
  * One atomic operation on the state stored under one key. Each algorithm defines its operations
