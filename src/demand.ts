@@ -4,20 +4,21 @@
  */
 export interface Demand {
   /** Decayed sum of costs seen. */
-  sum: number;
-  at: number;
+  demandSum: number;
+  /** When it was last decayed. */
+  demandAt: number;
 }
 
 /** Time constant of the decay: demand older than a few seconds stops counting. */
 const TAU_MS = 1000;
 
 export function noteDemand(d: Demand, now: number, cost: number): void {
-  d.sum = d.sum * Math.exp(-Math.max(0, now - d.at) / TAU_MS) + cost;
-  d.at = Math.max(d.at, now);
+  d.demandSum = d.demandSum * Math.exp(-Math.max(0, now - d.demandAt) / TAU_MS) + cost;
+  d.demandAt = Math.max(d.demandAt, now);
 }
 
 export function demandPerMs(d: Demand, now: number): number {
-  return (d.sum * Math.exp(-Math.max(0, now - d.at) / TAU_MS)) / TAU_MS;
+  return (d.demandSum * Math.exp(-Math.max(0, now - d.demandAt) / TAU_MS)) / TAU_MS;
 }
 
 /**

@@ -61,10 +61,12 @@ interface Slice {
   expiresAt: number;
 }
 
-export class LeasedKey<Res> implements KeyState {
+export class LeasedKey<Res> implements KeyState, Demand {
   slice: Slice | undefined;
   lruTouch = 0;
-  readonly #demand: Demand;
+  /** This instance's demand for the key (`src/demand.ts`), kept on the state itself: one object per key. */
+  demandSum = 0;
+  demandAt: number;
   #lastGrant = 0;
   /** The store refused `#deniedCost` tokens: this instance looks again at this local time. */
   #deniedUntil = 0;
@@ -100,7 +102,7 @@ export class LeasedKey<Res> implements KeyState {
     readonly storageKey: string,
     private readonly s: LeaseStrategy<Res>,
   ) {
-    this.#demand = { sum: 0, at: ctx.now() };
+    this.demandAt = ctx.now();
   }
 
   async consume(cost: number, check?: Check): Promise<Consumed> {
@@ -140,7 +142,7 @@ export class LeasedKey<Res> implements KeyState {
     ) {
       return undefined;
     }
-    noteDemand(this.#demand, now, cost);
+    noteDemand(this, now, cost);
     this.#refillAhead(now);
     return ctx.answer(0, cost, check, this.#decision(now, true, 0));
   }
@@ -155,7 +157,7 @@ export class LeasedKey<Res> implements KeyState {
     this.unreported += cost;
     this.ctx.stats.tokensAllowed += cost;
     if (this.#inflight) this.#spentInFlight += cost;
-    noteDemand(this.#demand, now, cost);
+    noteDemand(this, now, cost);
     if (this.#inflight || this.allowance >= this.#lastAllowance / 4) return true;
     if (this.#spendsToTheEnd(now)) return true;
     // Near the limit the store answers with a lease instead: only worth holding for a key this
@@ -172,7 +174,7 @@ export class LeasedKey<Res> implements KeyState {
    */
   #spendsToTheEnd(now: number): boolean {
     const { s } = this;
-    if (this.allowance < Math.max(1, demandPerMs(this.#demand, now) * SYNC_LEAD_MS)) return false;
+    if (this.allowance < Math.max(1, demandPerMs(this, now) * SYNC_LEAD_MS)) return false;
     return s.remaining(now) - this.unreported >= (3 * s.limit) / 4;
   }
 
@@ -190,7 +192,7 @@ export class LeasedKey<Res> implements KeyState {
 
   async #consume(cost: number, check: Check | undefined): Promise<Decision> {
     const { ctx, rule, s } = this;
-    noteDemand(this.#demand, ctx.now(), cost);
+    noteDemand(this, ctx.now(), cost);
     if (cost > s.limit) {
       return ctx.answer(0, cost, check, this.#decision(ctx.now(), false, Number.POSITIVE_INFINITY));
     }
@@ -417,7 +419,7 @@ export class LeasedKey<Res> implements KeyState {
    * doubling from 1 for a key without history (slow start), at most the strategy's cap.
    */
   #extra(now: number): number {
-    const demand = Math.ceil(demandPerMs(this.#demand, now) * this.s.horizon(now));
+    const demand = Math.ceil(demandPerMs(this, now) * this.s.horizon(now));
     return leaseSize(this.#lastGrant, this.s.cap(now), demand);
   }
 
@@ -426,7 +428,7 @@ export class LeasedKey<Res> implements KeyState {
    * anything: tokens fetched ahead for a quiet instance would sit idle while busier ones are refused.
    */
   #expectedSoon(now: number): boolean {
-    return demandPerMs(this.#demand, now) * this.s.horizon(now) >= 1 && this.s.cap(now) >= 1;
+    return demandPerMs(this, now) * this.s.horizon(now) >= 1 && this.s.cap(now) >= 1;
   }
 
   /**
@@ -520,7 +522,7 @@ export class LeasedKey<Res> implements KeyState {
       this.unreported <= 0 &&
       this.#handingBack <= 0 &&
       now >= this.#deniedUntil &&
-      demandPerMs(this.#demand, now) * 1000 < 0.01
+      demandPerMs(this, now) * 1000 < 0.01
     );
   }
 
