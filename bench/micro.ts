@@ -95,7 +95,8 @@ async function measureCase(
       });
     }
     for (const e of entrants) {
-      const failed = await warm(e, keys, scenario, profile.micro.warmMs);
+      const warmMs = keys.distinct.length > 1 ? profile.micro.manyKeysWarmMs : profile.micro.warmMs;
+      const failed = await warm(e, keys, scenario, warmMs);
       if (failed > 0) ctx.log(`micro: ${failed} warm-up decisions of ${e.contestant.label} failed`);
     }
     for (const e of entrants) {

@@ -10,6 +10,12 @@ export interface Profile {
     readonly contestants: readonly string[];
     readonly roundMs: number;
     readonly warmMs: number;
+    /**
+     * Warm-up of the cases on many keys. A limiter's first seconds on a new table are its start-up
+     * (the fleet not yet counted, slow-start leases expiring, first allowances): the cases measure
+     * the steady state a gateway runs in, so every contestant first runs this long.
+     */
+    readonly manyKeysWarmMs: number;
   };
   /** Distinct keys of the Zipf key set. */
   readonly zipfKeys: number;
@@ -87,7 +93,13 @@ export const PROFILES: Record<Profile['name'], Profile> = {
   full: {
     name: 'full',
     rounds: 5,
-    micro: { scenarios: SCENARIOS, contestants: EVERY_MICRO, roundMs: 250, warmMs: 250 },
+    micro: {
+      scenarios: SCENARIOS,
+      contestants: EVERY_MICRO,
+      roundMs: 250,
+      warmMs: 250,
+      manyKeysWarmMs: 3000,
+    },
     zipfKeys: 10_000,
     redisConcurrency: 64,
     tail: {
@@ -124,7 +136,13 @@ export const PROFILES: Record<Profile['name'], Profile> = {
   quick: {
     name: 'quick',
     rounds: 5,
-    micro: { scenarios: ['hit', 'multi'], contestants: IN_MEMORY, roundMs: 150, warmMs: 100 },
+    micro: {
+      scenarios: ['hit', 'multi'],
+      contestants: IN_MEMORY,
+      roundMs: 150,
+      warmMs: 100,
+      manyKeysWarmMs: 3000,
+    },
     zipfKeys: 10_000,
     redisConcurrency: 64,
     tail: {
@@ -160,6 +178,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       contestants: ['map', 'tokenlease-memory', 'rlf-memory', 'tokenlease-redis'],
       roundMs: 10,
       warmMs: 5,
+      manyKeysWarmMs: 5,
     },
     zipfKeys: 100,
     redisConcurrency: 8,
