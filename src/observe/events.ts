@@ -1,3 +1,4 @@
+import type { BreakerState } from '../breaker.js';
 import type { HeavyHitter } from './spaceSaving.js';
 
 /**
@@ -63,7 +64,8 @@ export type LeaseEvent =
    */
   | { readonly kind: 'stranded'; readonly policy: string; readonly key: string; readonly tokens: number };
 
-export type BreakerState = 'closed' | 'open' | 'half-open';
+/** The breaker's states, as `src/breaker.ts` defines them. */
+export type { BreakerState };
 
 /** A circuit breaker in front of the store changed state. */
 export interface BreakerEvent {
