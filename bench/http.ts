@@ -211,6 +211,8 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
   const servers: Server[] = [];
   const series = new Map<string, Series>();
   const notes = new Map<string, string>();
+  /** Each server's warm-up: throughput and CPU per request from a fresh start. */
+  const cold = new Map<string, { rps: number; cpuUs: number }>();
   try {
     const started = await Promise.allSettled(
       http.contestants.map((id) =>
@@ -227,7 +229,9 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
     for (const s of servers) {
       series.set(s.id, emptySeries());
       ctx.log(`http: ${name}, warming ${s.id}`);
-      await load(s.url, http.connections, http.warmMs);
+      const cpuBefore = await serverCpu(s);
+      const warm = await load(s.url, http.connections, http.warmMs);
+      cold.set(s.id, { rps: warm.rps, cpuUs: ((await serverCpu(s)) - cpuBefore) / warm.requests });
     }
     const before = new Map<string, Counters | undefined>();
     for (const s of servers) before.set(s.id, (await serverStats(s)).counters);
@@ -236,6 +240,7 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
         const s = servers[(i + round) % servers.length] as Server;
         ctx.log(`http: ${name}, round ${round + 1}/${http.rounds}, ${s.id}`);
         const data = series.get(s.id) as Series;
+        if (http.rewarmMs > 0) await load(s.url, http.connections, http.rewarmMs);
         const cpuBefore = await serverCpu(s);
         const sat = await load(s.url, http.connections, http.ms);
         data.cpuUs.push(((await serverCpu(s)) - cpuBefore) / sat.requests);
@@ -263,6 +268,7 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
   const base = series.get(BASELINE);
   const rows: Row[] = [];
   const targets: TargetCheck[] = mapTargets(series, name, http.connections);
+  const coldBase = cold.get(BASELINE);
   for (const id of http.contestants) {
     const data = series.get(id) as Series;
     const label = contestant(id).label;
@@ -280,6 +286,20 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
       vs: isBase ? 'baseline' : `${loss >= 0 ? '−' : '+'}${Math.abs(100 * loss).toFixed(1)}% throughput`,
       note: `p50/p99/p99.9 ${[data.satP50, data.satP99, data.satP999].map((v) => median(v).toFixed(2)).join('/')} ms; ${check}${own ? `; ${own}` : ''}`,
     });
+    // The warm-up, from a fresh server: every key is seen for the first time (one measurement).
+    const start = cold.get(id);
+    if (start) {
+      const added = coldBase && !isBase ? start.cpuUs / coldBase.cpuUs - 1 : 0;
+      rows.push({
+        bench: 'http',
+        case: `cold start: the first ${http.warmMs / 1000} s after start, ${http.connections} connections, ${name}`,
+        contestant: label,
+        value: `${si(start.rps)} req/s`,
+        spread: '',
+        vs: isBase ? 'baseline' : `${added >= 0 ? '+' : '−'}${Math.abs(100 * added).toFixed(1)}% CPU`,
+        note: `server CPU ${start.cpuUs.toFixed(1)} µs per request; one run, not in the rounds`,
+      });
+    }
     const cpu = summarize(data.cpuUs);
     // CPU time hardly drifts with the machine's load, so medians compare directly (pairs add noise).
     const cpuAdded = base && !isBase ? cpu.median / median(base.cpuUs) - 1 : 0;
