@@ -157,8 +157,13 @@ class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
     return now < this.#windowEndsAt || this.carriesOver ? this.#remaining : this.rule.limit;
   }
 
-  resetMs(now: number): number {
-    return Math.max(0, Math.ceil(this.#resetAt - now));
+  resetMs(now: number, remaining: number): number {
+    const stored = Math.max(0, Math.ceil(this.#resetAt - now));
+    // Less left than the store's reply says: usage admitted within an allowance and not reported
+    // yet, which counts in this window (and, for a sliding window, weighs through the next one).
+    if (now >= this.#windowEndsAt || remaining >= Math.floor(this.remaining(now))) return stored;
+    const counted = this.#windowEndsAt + (this.carriesOver ? this.rule.windowMs : 0);
+    return Math.max(stored, Math.ceil(counted - now));
   }
 
   refundWindow(now: number): number {
