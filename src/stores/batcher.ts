@@ -12,7 +12,8 @@
  * and is never sent again).
  *
  * A key's calls go out one flush at a time: calls for a key with calls in flight wait for their
- * answer. A call timed out is not over: Redis may still run it (a `CLIENT PAUSE … WRITE` holds
+ * answer. Within a flush they run in the order they were made, background calls included: a
+ * waiting call goes out at once, but does not overtake its key's refund made before it. A call timed out is not over: Redis may still run it (a `CLIENT PAUSE … WRITE` holds
  * every call until the pause lifts, then runs them all). So while a call for the key has timed
  * out unanswered, a new one fails at once as never sent: the fail policy answers it. An outage of
  * any length thus costs a key at most the calls of one flush per instance (one, with the limiter's
@@ -62,6 +63,8 @@ interface Pending extends BatchItem {
   sent: boolean;
   done: boolean;
   timer: NodeJS.Timeout;
+  /** When the call was made, in calls: a batch runs its items in this order. */
+  made: number;
 }
 
 export class Batcher {
@@ -71,6 +74,7 @@ export class Batcher {
   readonly #backgroundGate: LimitFunction;
   #foreground: Pending[] = [];
   #background: Pending[] = [];
+  #made = 0;
   /**
    * Keys with calls in batches not yet answered, and how many: a later call for one waits. The
    * calls of one flush for a key go together (a batch runs them one after the other).
@@ -111,6 +115,7 @@ export class Batcher {
         item.settle(error, reply);
       },
       timer: setTimeout(() => this.#expire(pending), item.timeoutMs ?? this.#options.timeoutMs),
+      made: this.#made++,
     };
     if (item.background) this.#background.push(pending);
     else this.#foreground.push(pending);
@@ -147,7 +152,7 @@ export class Batcher {
     if (!this.#options.canSend()) return;
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    const queued = [...this.#foreground, ...this.#background].filter((p) => !p.done);
+    const queued = this.#queued().filter((p) => !p.done);
     this.#foreground = [];
     this.#background = [];
     const groups = new Map<string, Pending[]>();
@@ -173,6 +178,19 @@ export class Batcher {
         void gate(() => this.#send(chunk));
       }
     }
+  }
+
+  /**
+   * Waiting calls first, background calls behind them; but a background call for the key of a
+   * waiting call keeps its place among that key's calls (a refund made before a consume runs first).
+   */
+  #queued(): Pending[] {
+    if (this.#background.length === 0) return this.#foreground;
+    const waiting = new Set(this.#foreground.map((p) => p.key));
+    const sameKey = this.#background.filter((p) => waiting.has(p.key));
+    if (sameKey.length === 0) return [...this.#foreground, ...this.#background];
+    const rest = this.#background.filter((p) => !waiting.has(p.key));
+    return [...[...sameKey, ...this.#foreground].sort(byMade), ...rest];
   }
 
   async #send(chunk: Pending[]): Promise<void> {
@@ -226,3 +244,5 @@ export class Batcher {
     );
   }
 }
+
+const byMade = (a: Pending, b: Pending) => a.made - b.made;

@@ -43,6 +43,20 @@ describe('Batcher', () => {
     expect(b.batches).toBe(1);
   });
 
+  it('a background call rides ahead of a later waiting call for its key, in the order they were made', async () => {
+    const batches: string[][] = [];
+    const b = batcher({
+      send: async (items) => {
+        batches.push(items.map((i) => `${i.key}:${i.background ? 'bg' : 'fg'}`));
+        return echo(items);
+      },
+    });
+    await Promise.all([call(b, 'other', true), call(b, 'k', true), call(b, 'a'), call(b, 'k')]);
+    expect(batches, "k's refund runs before k's consume; other background work stays behind").toEqual([
+      ['k:bg', 'a:fg', 'k:fg', 'other:bg'],
+    ]);
+  });
+
   it('cuts batches by group and by size', async () => {
     const batches: string[][] = [];
     const b = batcher({
