@@ -805,9 +805,10 @@ export class Limiter {
     const beatEvery = this.#beats < 2 ? HEARTBEAT_MS / 4 : HEARTBEAT_MS;
     if (now - this.#lastBeat >= beatEvery || now < this.#lastBeat) this.#heartbeat(now);
     this.#refreshRecency();
-    for (const [id, state] of this.#entries.entries()) {
+    // forEach: no [key, value] array per entry, as the entries() iterator makes (same order).
+    this.#entries.forEach((state, id) => {
       if (state.sweep(now)) this.#entries.delete(id);
-    }
+    });
     for (const state of this.#pinned) {
       if (this.#entries.peek(state.storageKey) !== state) state.sweep(now);
     }
