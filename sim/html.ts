@@ -1,7 +1,8 @@
 import { type FleetReport, fractionLabel } from './fleet.js';
 import { failsRun, type ScenarioReport, WARM_UP, worstText } from './report.js';
+import { signed } from './signed.js';
 import { barChart, CHART_CSS, escapeHtml, lineChart } from './svg.js';
-import { COLUMNS, LEGEND, okLabel, signed } from './table.js';
+import { COLUMNS, LEGEND, okLabel } from './table.js';
 
 /** Colours told apart also by readers with red-green colour blindness (blue, orange, grey, magenta). */
 const COLOR = {

@@ -1,6 +1,6 @@
 import type { RunRecord } from './engine.js';
 import type { Scenario } from './scenario.js';
-import { signed } from './table.js';
+import { signed } from './signed.js';
 
 /** One scenario's numbers: what the table, `--json` and the HTML report show. Plain JSON. */
 export interface ScenarioReport {

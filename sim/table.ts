@@ -1,5 +1,6 @@
 import type { ScenarioReport } from './report.js';
 import type { BalancerConfig, Demand, Scenario } from './scenario.js';
+import { signed } from './signed.js';
 
 /** Short labels for the table and the HTML report. */
 export function demandLabel(s: Scenario): string {
@@ -30,12 +31,6 @@ export function instancesLabel(s: Scenario): string {
   return [s.instances, ...s.autoscale.map((e) => `${e.instances}${e.leave === 'crash' ? '✝' : ''}`)].join(
     '→',
   );
-}
-
-export function signed(n: number, digits = 2): string {
-  if (!Number.isFinite(n)) return n > 0 ? '+∞' : '-∞';
-  const s = n.toFixed(digits);
-  return n >= 0 ? `+${s}` : s;
 }
 
 interface Column {
