@@ -86,6 +86,8 @@ export class LeasedKey<Res> implements KeyState, Demand {
   #reportWindow = 0;
   /** Of `unreported`, those admitted while the sync that reports the rest was in flight. */
   #spentInFlight = 0;
+  /** Usage the sync in flight reports: taken, though the store's last answer did not count it. */
+  #reporting = 0;
   /** Whether the store ever answered for this key here: before that, the first sight. */
   #known = false;
   /** Whether the first sight was admitted: only one, however long the store takes to answer. */
@@ -334,6 +336,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
     this.unreported = 0;
     ctx.stats.tokensReported += used;
     this.#spentInFlight = 0;
+    this.#reporting = used;
     this.#lastSync = sentAt;
     const p: SyncParams = {
       used,
@@ -362,6 +365,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
       .finally(() => {
         this.#inflight = undefined;
         this.#spentInFlight = 0;
+        this.#reporting = 0;
       });
     this.#inflight = call;
     ctx.track(call);
@@ -372,6 +376,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
     const { ctx, rule, s } = this;
     const now = ctx.now();
     this.#known = true;
+    this.#reporting = 0; // the answer counts it
     this.#reportWindow = grant.window;
     // What was admitted under the old allowance while the call was in flight comes off the new one.
     this.allowance = Math.max(0, grant.allowance - this.#spentInFlight);
@@ -566,7 +571,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
   #decision(now: number, allowed: boolean, retryAfterMs: number): Decision {
     const { rule, s } = this;
     const held = this.slice ? lease.available(this.slice.segments, now) : 0;
-    const estimate = s.remaining(now) + held - this.unreported;
+    const estimate = s.remaining(now) + held - this.unreported - this.#reporting;
     const remaining = Math.max(0, Math.min(s.limit, Math.floor(estimate)));
     return {
       allowed,

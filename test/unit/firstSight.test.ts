@@ -38,3 +38,23 @@ describe('first sight', () => {
     await b.close();
   });
 });
+
+describe('the decision of a first sight', () => {
+  it('counts the request it admits', async () => {
+    let t = 1_000_000;
+    const now = () => t;
+    const store = new MemoryStore({ now });
+    const policies = { p: { algorithm: 'token-bucket' as const, rate: 100, period: '1s' as const } };
+    const a = new Limiter({ store, policies, now, sweepIntervalMs: 0 });
+    await countFleet([a], (ms) => {
+      t += ms;
+    });
+    const d = await a.consume('p', 'fresh');
+    expect(d, 'one of 100 taken, refilled in 10 ms').toMatchObject({
+      allowed: true,
+      remaining: 99,
+      resetMs: 10,
+    });
+    await a.close();
+  });
+});
