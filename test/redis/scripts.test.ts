@@ -1,11 +1,14 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Limiter, RedisStore } from '../../src/index.js';
 import { luaScript, operationNames } from '../../src/scripts.js';
 import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
 import { storedLevel } from '../support/bucketState.js';
-import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
+import { uniquePrefix } from '../support/clients.js';
+import { privateRedis } from '../support/privateRedis.js';
 
-afterAll(closeAllClients);
+// A server of this file's own: SCRIPT FLUSH on the shared one would make every file running
+// beside it reload its scripts, slow enough on a loaded machine to time their calls out.
+const { client: redisClient } = privateRedis();
 
 describe('Lua scripts on Redis', () => {
   it('have the sha SCRIPT LOAD computes', async () => {
