@@ -294,3 +294,47 @@ local function sliding_window_write(counts, s, granted, m, window_ms)
     expire_in(counts, math.ceil(m.ms_left + window_ms))
   end
 end
+
+-- Quantised sliding log: ports of src/algorithms/slidingLogQuantised.ts. A key is a hash:
+-- o = oldest live bucket index, l = newest bucket index, n = total units, and one field per bucket
+-- index holding its units.
+
+-- The log's live buckets at `now`: { exists, oldest, newest, total }. With `drop`, buckets that
+-- wholly left the window are deleted (the whole key when all did); without, only skipped (a read).
+local function quantised_live(log, now, window_ms, quantum_ms, drop)
+  local stored = redis.call('HMGET', log, 'o', 'l', 'n')
+  local q = { exists = stored[1] ~= false, oldest = 0, newest = 0, total = 0 }
+  if not q.exists then return q end
+  q.oldest, q.newest, q.total = tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3])
+  local first = math.floor((now - window_ms) / quantum_ms)
+  if first <= q.oldest then return q end
+  -- Stored buckets never reach more than `span` past `oldest`: past that everything is gone, and a
+  -- long idle gap costs no loop.
+  local span = math.ceil(window_ms / quantum_ms) + 1
+  if first >= q.oldest + span then
+    if drop then redis.call('DEL', log) end
+    q.exists, q.total = false, 0
+    return q
+  end
+  for b = q.oldest, first - 1 do
+    local units = redis.call('HGET', log, fmt(b))
+    if units then
+      q.total = q.total - tonumber(units)
+      if drop then redis.call('HDEL', log, fmt(b)) end
+    end
+  end
+  q.oldest = first
+  if drop then redis.call('HSET', log, 'o', fmt(q.oldest), 'n', fmt(q.total)) end
+  return q
+end
+
+-- The bucket whose leaving lets `cost` more units fit: walked from the oldest live one.
+local function quantised_fits_after(log, q, cost, limit)
+  local need = q.total + cost - limit
+  local b = q.oldest
+  while need > 0 do
+    need = need - (tonumber(redis.call('HGET', log, fmt(b))) or 0)
+    b = b + 1
+  end
+  return b - 1
+end

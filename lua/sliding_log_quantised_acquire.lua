@@ -24,54 +24,22 @@ local function leaves_in(b)
 end
 
 -- Drop the buckets that have wholly left the window.
-local stored = redis.call('HMGET', log, 'o', 'l', 'n')
-local exists = stored[1] ~= false
-local oldest, newest, total = 0, 0, 0
-if exists then
-  oldest, newest, total = tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3])
-  local first = math.floor((now - window_ms) / quantum_ms)
-  if first > oldest then
-    -- Stored buckets never reach more than `span` past `oldest`: past that everything is gone,
-    -- and a long idle gap costs no loop.
-    local span = math.ceil(window_ms / quantum_ms) + 1
-    if first >= oldest + span then
-      redis.call('DEL', log)
-      exists, total = false, 0
-    else
-      for b = oldest, first - 1 do
-        local units = redis.call('HGET', log, fmt(b))
-        if units then
-          total = total - tonumber(units)
-          redis.call('HDEL', log, fmt(b))
-        end
-      end
-      oldest = first
-      redis.call('HSET', log, 'o', fmt(oldest), 'n', fmt(total))
-    end
-  end
-end
+local q = quantised_live(log, now, window_ms, quantum_ms, true)
 
-if total + cost > limit then
-  -- Walk from the oldest bucket until enough units would have left for `cost` to fit.
-  local need = total + cost - limit
-  local b = oldest
-  while need > 0 do
-    need = need - (tonumber(redis.call('HGET', log, fmt(b))) or 0)
-    b = b + 1
-  end
-  return { '0', fmt(total), '-1', fmt(leaves_in(b - 1)), fmt(leaves_in(newest)) }
+if q.total + cost > limit then
+  local b = quantised_fits_after(log, q, cost, limit)
+  return { '0', fmt(q.total), '-1', fmt(leaves_in(b)), fmt(leaves_in(q.newest)) }
 end
 
 -- A clock that went backwards files the units in the oldest live bucket: they are kept longer.
 local bucket = math.floor(now / quantum_ms)
-if exists then
-  bucket = math.max(bucket, oldest)
-  newest = math.max(bucket, newest)
-else
-  oldest, newest = bucket, bucket
+local oldest, newest = bucket, bucket
+if q.exists then
+  bucket = math.max(bucket, q.oldest)
+  oldest, newest = q.oldest, math.max(bucket, q.newest)
 end
 redis.call('HINCRBY', log, fmt(bucket), cost)
-redis.call('HSET', log, 'o', fmt(oldest), 'l', fmt(newest), 'n', fmt(total + cost))
+redis.call('HSET', log, 'o', fmt(oldest), 'l', fmt(newest), 'n', fmt(q.total + cost))
 local reset = leaves_in(newest)
 expire_in(log, math.ceil(reset))
-return { '1', fmt(total + cost), fmt(bucket), '0', fmt(reset) }
+return { '1', fmt(q.total + cost), fmt(bucket), '0', fmt(reset) }

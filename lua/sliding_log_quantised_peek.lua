@@ -16,35 +16,8 @@ local function leaves_in(b)
   return (b + 1) * quantum_ms + window_ms - now
 end
 
-local stored = redis.call('HMGET', log, 'o', 'l', 'n')
-local exists = stored[1] ~= false
-local oldest, newest, total = 0, 0, 0
-if exists then
-  oldest, newest, total = tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3])
-  local first = math.floor((now - window_ms) / quantum_ms)
-  if first > oldest then
-    local span = math.ceil(window_ms / quantum_ms) + 1
-    if first >= oldest + span then
-      exists, total = false, 0
-    else
-      for b = oldest, first - 1 do
-        total = total - (tonumber(redis.call('HGET', log, fmt(b))) or 0)
-      end
-      oldest = first
-    end
-  end
-end
-
+local q = quantised_live(log, now, window_ms, quantum_ms, false)
 local reset, retry = 0, 0
-if exists and total > 0 then reset = leaves_in(newest) end
-if exists and total + 1 > limit then
-  -- Walk from the oldest bucket until enough units would have left for one more to fit.
-  local need = total + 1 - limit
-  local b = oldest
-  while need > 0 do
-    need = need - (tonumber(redis.call('HGET', log, fmt(b))) or 0)
-    b = b + 1
-  end
-  retry = leaves_in(b - 1)
-end
-return { fmt(limit - total), fmt(reset), fmt(retry) }
+if q.exists and q.total > 0 then reset = leaves_in(q.newest) end
+if q.exists and q.total + 1 > limit then retry = leaves_in(quantised_fits_after(log, q, 1, limit)) end
+return { fmt(limit - q.total), fmt(reset), fmt(retry) }
