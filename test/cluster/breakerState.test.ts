@@ -1,10 +1,11 @@
-import { Cluster, Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Decision, Limiter, RedisStore } from '../../src/index.js';
 import { prometheusObserver } from '../../src/observe/prometheus.js';
 import { storageKey } from '../../src/stores/keys.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
+import { masterOf, nodeClient } from '../support/clusterNodes.js';
 import { type RedisClusterProcess, type RedisProcess, startCluster } from '../support/redisServer.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -20,25 +21,6 @@ afterAll(async () => {
   await closeAllClients();
   await cluster.stop();
 });
-
-function nodeClient(port: number): Redis {
-  const client = trackClient(new Redis({ host: '127.0.0.1', port, retryStrategy: () => null }));
-  client.on('error', () => {});
-  return client;
-}
-
-/** The master serving `key`, asked of a node that is alive. */
-async function masterOf(key: string, ask: RedisProcess): Promise<RedisProcess | undefined> {
-  const admin = nodeClient(ask.port);
-  try {
-    const slot = Number(await admin.cluster('KEYSLOT', key));
-    const slots = await admin.cluster('SLOTS');
-    const port = slots.find(([lo, hi]) => slot >= lo && slot <= hi)?.[2]?.[1];
-    return cluster.nodes.find((n) => n.port === port);
-  } finally {
-    admin.disconnect();
-  }
-}
 
 async function breakerGauge(registry: Registry): Promise<string[]> {
   const text = await registry.metrics();
@@ -59,7 +41,7 @@ it('after a master failover the breaker state and gauge return to closed (issue 
     policies: { p: { algorithm: 'token-bucket', rate: 200 } },
     observers: [prometheusObserver({ registry })],
   });
-  const victim = (await masterOf(hotKey, cluster.nodes[0]!))!;
+  const victim = (await masterOf(cluster, hotKey, cluster.nodes[0]!))!;
   const survivor = cluster.nodes.find((n) => n !== victim)!;
 
   const decisions: { at: number; decision: Decision }[] = [];
@@ -81,7 +63,7 @@ it('after a master failover the breaker state and gauge return to closed (issue 
   let promoted: RedisProcess | undefined;
   for (let i = 0; i < 150 && (!promoted || promoted === victim); i++) {
     await delay(100);
-    promoted = await masterOf(hotKey, survivor).catch(() => undefined);
+    promoted = await masterOf(cluster, hotKey, survivor).catch(() => undefined);
   }
   expect(promoted, 'a replica was promoted').not.toBe(victim);
   const promotedAt = Date.now();

@@ -10,8 +10,8 @@
  * bucket's), plus, for each crashed instance, the allowance it held (`LeasedAlgorithm.share`).
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeAllClients, trackClient } from '../support/clients.js';
+import { describe, expect, it } from 'vitest';
+import { trackClient } from '../support/clients.js';
 import {
   algorithmOf,
   LEASED_ALGORITHMS,
@@ -32,18 +32,11 @@ import {
   traffic,
 } from '../support/ledgerFleet.js';
 import { callsCharge } from '../support/ledgerStore.js';
-import { type RedisProcess, startRedis } from '../support/redisServer.js';
+import { privateRedis } from '../support/privateRedis.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-let server: RedisProcess;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await closeAllClients();
-  await server.stop();
-});
+const { server } = privateRedis();
 
 /** Waits (up to about 10 s) until `done()`, looking every 20 ms. */
 async function until(done: () => boolean | Promise<boolean>): Promise<void> {
@@ -63,7 +56,7 @@ describe('write-behind under lost store calls', () => {
     const now = windowClock();
     const members = await Promise.all(
       Array.from({ length: N }, () =>
-        ledgerMember({ url: server.url, policies, prefix: 'freeze:', timeoutMs: 100, now }),
+        ledgerMember({ url: server().url, policies, prefix: 'freeze:', timeoutMs: 100, now }),
       ),
     );
     expect(await fleetCounted(members, N), 'every instance counted the fleet').toEqual(members.map(() => N));
@@ -85,7 +78,7 @@ describe('write-behind under lost store calls', () => {
       );
     await until(() => members.every((m) => targets.every((t) => holds(m, t))));
     const frozenAt = Date.now();
-    process.kill(server.pid, 'SIGSTOP');
+    process.kill(server().pid, 'SIGSTOP');
     try {
       // Every instance spends what an allowance can hold of every key, down past the point where
       // it reports (a quarter left): the reports go out in batches, which time out. And a key
@@ -99,12 +92,12 @@ describe('write-behind under lost store calls', () => {
       );
       await delay(400);
     } finally {
-      process.kill(server.pid, 'SIGCONT');
+      process.kill(server().pid, 'SIGCONT');
     }
     const resumedAt = Date.now();
     // The frozen batches run; traffic goes on until every key went past its limit.
     // The frozen batches run; traffic goes on until every key reached its limit in Redis.
-    const admin = trackClient(new Redis(server.url));
+    const admin = trackClient(new Redis(server().url));
     const chargedOf = (t: Target) =>
       algorithmOf(t).charged(admin, members[0]!.store.redisKey(id(t)), CAPACITY, now());
     const reachedLimit = async () =>
@@ -181,7 +174,7 @@ describe('write-behind under lost store calls', () => {
       const members = await Promise.all(
         Array.from({ length: N }, () =>
           ledgerMember({
-            url: server.url,
+            url: server().url,
             policies: { [algorithm.algorithm]: algorithm.policy(shape) },
             prefix: `crash-${algorithm.algorithm}:`,
             timeoutMs: 2000,
@@ -252,7 +245,7 @@ describe('write-behind under lost store calls', () => {
         'the exact limit, the allowances outstanding, first sights and one allowance per crash',
       ).toBeLessThanOrEqual(bound);
       await Promise.all(survivors.map((m) => m.limiter.close()));
-      expect(await keysWithoutTtl(trackClient(new Redis(server.url))), 'every key has a TTL').toEqual([]);
+      expect(await keysWithoutTtl(trackClient(new Redis(server().url))), 'every key has a TTL').toEqual([]);
       await Promise.all(members.map((m) => m.store.close()));
     },
   );

@@ -8,8 +8,8 @@
  * replayed, and none runs twice after a NOSCRIPT.
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeAllClients, trackClient } from '../support/clients.js';
+import { describe, expect, it } from 'vitest';
+import { trackClient } from '../support/clients.js';
 import {
   algorithmOf,
   LEASED_ALGORITHMS,
@@ -19,18 +19,11 @@ import {
 } from '../support/leasedAlgorithms.js';
 import { burst, fleetCounted, keysWithoutTtl, ledgerMember, traffic } from '../support/ledgerFleet.js';
 import { callsCharge, handBackSlack } from '../support/ledgerStore.js';
-import { type RedisProcess, startRedis } from '../support/redisServer.js';
+import { privateRedis } from '../support/privateRedis.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-let server: RedisProcess;
-beforeAll(async () => {
-  server = await startRedis();
-});
-afterAll(async () => {
-  await closeAllClients();
-  await server.stop();
-});
+const { server } = privateRedis();
 
 async function commandCalls(admin: Redis, command: string): Promise<number> {
   const info = await admin.info('commandstats');
@@ -50,7 +43,7 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
     const now = windowClock();
     const members = await Promise.all(
       Array.from({ length: N }, () =>
-        ledgerMember({ url: server.url, policies, prefix: 'rs:', timeoutMs: 100, now }),
+        ledgerMember({ url: server().url, policies, prefix: 'rs:', timeoutMs: 100, now }),
       ),
     );
     expect(await fleetCounted(members, N)).toEqual(members.map(() => N));
@@ -64,7 +57,7 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
     await delay(300);
     // Frozen first, so that batches are surely in flight when it dies: they never run.
     const killedAt = Date.now();
-    process.kill(server.pid, 'SIGSTOP');
+    process.kill(server().pid, 'SIGSTOP');
     // Every instance spends what an allowance can hold of every key: the reports go out in
     // batches to the frozen process. And a key every instance sees for the first time: a bucket
     // admits it at once, its sync sent in a batch.
@@ -75,10 +68,10 @@ describe('write-behind across a Redis restart and SCRIPT FLUSH', () => {
       problems,
     );
     await delay(150);
-    await server.kill();
+    await server().kill();
     await delay(300);
-    await server.restart();
-    const admin = trackClient(new Redis(server.url));
+    await server().restart();
+    const admin = trackClient(new Redis(server().url));
     await delay(500);
     // Scripts flushed three times while the traffic's batches keep coming: each NOSCRIPT is
     // answered by one EVAL of the batch.
