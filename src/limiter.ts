@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import { windowIndex } from './algorithms/fixedWindow.js';
 import type { BreakerOptions } from './breaker.js';
@@ -10,6 +9,7 @@ import type { Consumed, Counters, EngineContext, KeyState, Method } from './engi
 import { ENGINES } from './engines/index.js';
 import { ArgumentError, ClosedError, ConfigError, StoreUnavailableError, TokenleaseError } from './errors.js';
 import { Failover } from './failover.js';
+import { KeyTable } from './keyTable.js';
 import type { LimiterStats, Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
 import { type OffendersOptions, Telemetry } from './observe/telemetry.js';
@@ -310,56 +310,16 @@ export class Limiter {
   /** The rules `consume` answers, by name: the hot path finds and checks a rule in one lookup. */
   #consumable: Map<string, Rule>;
   readonly #now: () => number;
-  readonly #entries: LRUCache<string, KeyState>;
-  /** Evicted states that still hold something needing upkeep (held concurrency slots). */
-  readonly #pinned = new Set<KeyState>();
-  /**
-   * The LRU's states by rule and client key: a lookup skips building the storage key (and hashing
-   * a new string) on every decision.
-   */
-  readonly #byKey = new Map<Rule, Map<string, KeyState>>();
-  /**
-   * The state looked up last. A hot key asked again skips building its storage key and the LRU
-   * lookup; it is already the most recently used entry, so recency stays right.
-   */
-  #lastRule: Rule | undefined;
-  #lastKey = '';
-  #lastState: KeyState | undefined;
-  /** LRU lookups and insertions so far (`#entry`): a multi-rule consume's states stay valid while it holds. */
-  #touches = 0;
-  /**
-   * A state's LRU recency is refreshed only when more lookups than this came since its last
-   * refresh (a quarter of `maxKeys`). Until then at most that many entries moved ahead of it, so it
-   * is nowhere near the end the LRU evicts from; skipping the refresh saves an LRU lookup on most
-   * hits. The price: a key used within the last three quarters of `maxKeys` lookups is still never
-   * evicted, where an exact LRU would keep any key used within the last `maxKeys`.
-   */
-  readonly #refreshEvery: number;
-  /**
-   * Recency refreshes not yet made in the LRU, in the order they fell due, each with `#touches`
-   * then (`#unrefreshedAt`); an entry is superseded by a later refresh of its state (the state's
-   * `lruTouch` no longer matches) or by its eviction. The LRU's order is read only when an insertion
-   * may evict, a sweep visits the states (most recent first), and `setPolicies` and `close()` hand
-   * leases back: the refreshes are made just before, in order, which leaves the order exactly as
-   * refreshing at once would. A state refreshed many times in between costs one LRU lookup (a move
-   * in its list: a few cache misses on a large table), not one per refresh.
-   */
-  readonly #unrefreshed: KeyState[] = [];
-  readonly #unrefreshedAt: number[] = [];
-  /** The states the last multi-rule consume looked up, and `#touches` then. */
-  #multi: { states: KeyState[]; touches: number } | undefined;
+  /** The key state of each (policy, key) tracked locally. */
+  readonly #table: KeyTable;
   /**
    * While a multi-rule consume decides its rules: the time they are all decided at (one clock read
    * for all of them, not one per rule).
    */
   #instant: number | undefined;
-  /** States disposed so far: a multi-rule consume whose own lookups evicted one is not remembered. */
-  #disposals = 0;
   readonly #pending = new Set<Promise<unknown>>();
   /** `describe`'s answers by rule, with the window each holds for. */
   readonly #described = new Map<Rule, { window: number; description: PolicyDescription }>();
-  /** Storage keys being reset: their disposal hands nothing back. */
-  readonly #forgetting = new Set<string>();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #sweepMs: number;
   readonly #telemetry: Telemetry;
@@ -408,23 +368,11 @@ export class Limiter {
         `expected an integer from 1 to ${MAX_KEYS} (the table preallocates about 32 bytes per key), got ${maxKeys}`,
       );
     }
-    this.#refreshEvery = Math.floor(maxKeys / 4);
-    this.#entries = new LRUCache<string, KeyState>({
-      max: maxKeys,
-      dispose: (state, id, reason) => {
-        if (state === this.#lastState) {
-          this.#lastRule = undefined;
-          this.#lastState = undefined;
-        }
-        this.#multi = undefined;
-        this.#disposals++;
-        state.lruTouch = Number.NaN; // supersedes its refreshes not yet made
-        const keys = this.#byKey.get(state.rule);
-        if (keys?.get(state.key) === state) keys.delete(state.key);
-        // A reset key's leased tokens belong to the state being deleted: nothing to hand back.
-        if (this.#forgetting.has(id)) return;
-        state.returnUnused(reason === 'evict' ? 'evicted' : this.#closing ? 'closed' : 'reconfigured');
-      },
+    this.#table = new KeyTable({
+      maxKeys,
+      open: (rule, key, id) => ENGINES[rule.algorithm].open(this.#contextOf(rule), rule as never, key, id),
+      dispose: (state, evicted) =>
+        state.returnUnused(evicted ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
     const sweepMs = sweepInterval(options.sweepIntervalMs ?? 500);
     checkSlotRenewal(this.#rules, sweepMs);
@@ -463,9 +411,9 @@ export class Limiter {
       stats: this.#stats,
       nextId: () => `${instanceId}.${(ids++).toString(36)}`,
       track: (promise) => this.#track(promise),
-      peek: (id) => this.#entries.peek(id),
-      pin: (state) => this.#pinned.add(state),
-      unpin: (state) => this.#pinned.delete(state),
+      peek: (id) => this.#table.peek(id),
+      pin: (state) => this.#table.pin(state),
+      unpin: (state) => this.#table.unpin(state),
       telemetry: {
         leaseGranted(policy, key, tokens) {
           telemetry.leaseGranted(policy, key, tokens);
@@ -503,7 +451,7 @@ export class Limiter {
       const k = this.#key(key, 'key');
       const c = checkCost(cost, 'cost', rule);
       this.#stats.decisions++;
-      const state = this.#entry(rule, k);
+      const state = this.#table.state(rule, k);
       const decision = state.decideLocal?.(c);
       if (decision !== undefined) return Promise.resolve(decision);
       return this.#checkStore(state, rule, k, c).then(decisionOf);
@@ -538,14 +486,15 @@ export class Limiter {
     if (n === 1) {
       // One check (an HTTP adapter's single rule, with its route for observers): nothing to refund.
       this.#stats.decisions++;
-      const state = this.#entry(rules[0]!, keys[0]!);
+      const state = this.#table.state(rules[0]!, keys[0]!);
       const decision = state.decideLocal?.(costs[0]!, checks[0]);
       if (decision !== undefined) return Promise.resolve(alone(decision));
       return this.#checkStore(state, rules[0]!, keys[0]!, costs[0]!, checks[0]).then(aloneOf);
     }
-    const remembered = this.#remembered(rules, keys);
-    const disposals = this.#disposals;
-    const touches = this.#touches;
+    const table = this.#table;
+    const remembered = table.remembered(rules, keys);
+    const disposals = table.disposals;
+    const touches = table.touches;
     const states: KeyState[] = remembered ?? new Array(n);
     // Each rule's decision, or its store call; for a local decision, what its tokens came from.
     const outcomes: (Decision | Promise<Consumed>)[] = new Array(n);
@@ -558,8 +507,8 @@ export class Limiter {
         this.#stats.decisions++;
         // Looked up just before its decision, as a lookup may evict the state of an earlier check;
         // remembered ones while nothing (an observer calling back, say) looked up or evicted since.
-        const unchanged = touches === this.#touches && disposals === this.#disposals;
-        const state = remembered && unchanged ? states[i]! : this.#entry(rules[i]!, keys[i]!);
+        const unchanged = touches === table.touches && disposals === table.disposals;
+        const state = remembered && unchanged ? states[i]! : table.state(rules[i]!, keys[i]!);
         states[i] = state;
         // A lease hit returns without a promise and allocates nothing for a refund.
         const local = state.decideLocal?.(costs[i]!, checks[i]);
@@ -574,7 +523,7 @@ export class Limiter {
     } finally {
       this.#instant = outer;
     }
-    if (!remembered && disposals === this.#disposals) this.#multi = { states, touches: this.#touches };
+    if (!remembered && disposals === table.disposals) table.remember(states);
     // All answered from local state: no promise to wait for, and the array is the checks.
     if (!waits) {
       const checked = outcomes as Decision[];
@@ -636,7 +585,7 @@ export class Limiter {
     // An exact policy holds nothing here: its local state only remembers the last answer, and the
     // store knows better.
     const exact = 'exact' in rule && rule.exact;
-    const local = exact ? undefined : this.#byKey.get(rule)?.get(k)?.estimate?.();
+    const local = exact ? undefined : this.#table.find(rule, k)?.estimate?.();
     if (local !== undefined) return { ...local, source: 'lease' };
     const read = readOf(rule)!;
     this.#stats.storeCalls++;
@@ -657,7 +606,7 @@ export class Limiter {
   async refund(policy: string, key: string, cost = 1): Promise<void> {
     if (this.#closing) throw new ClosedError('Limiter');
     const rule = this.#rule(policy, 'policy', 'consume');
-    const state = this.#entry(rule, this.#key(key, 'key'));
+    const state = this.#table.state(rule, this.#key(key, 'key'));
     const c = checkCost(cost, 'cost', rule);
     if (!state.refund) {
       throw new ArgumentError(
@@ -677,12 +626,7 @@ export class Limiter {
     if (this.#closing) throw new ClosedError('Limiter');
     const rule = this.#rule(policy, 'policy');
     const id = storageKey(rule.algorithm, rule.name, this.#key(key, 'key'));
-    this.#forgetting.add(id);
-    try {
-      this.#entries.delete(id);
-    } finally {
-      this.#forgetting.delete(id);
-    }
+    this.#table.forget(id);
     this.#stats.storeCalls++;
     await this.#failover.store.run(resetKey, id, null).catch((err: unknown) => {
       this.#stats.storeErrors++;
@@ -724,12 +668,9 @@ export class Limiter {
     }
     this.#rules = next;
     this.#consumable = consumable(next);
-    for (const rule of this.#byKey.keys()) if (next.get(rule.name) !== rule) this.#byKey.delete(rule);
     for (const rule of this.#described.keys()) if (next.get(rule.name) !== rule) this.#described.delete(rule);
     for (const rule of this.#contexts.keys()) if (next.get(rule.name) !== rule) this.#contexts.delete(rule);
-    this.#refreshRecency();
-    const stale = [...this.#entries.entries()].filter(([, e]) => next.get(e.rule.name) !== e.rule);
-    for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
+    this.#table.keepRules(next);
   }
 
   /**
@@ -754,7 +695,7 @@ export class Limiter {
       );
     }
     this.#stats.decisions++;
-    return this.#entry(rule, k).reserve!(c, maxWaitMs);
+    return this.#table.state(rule, k).reserve!(c, maxWaitMs);
   }
 
   /**
@@ -792,7 +733,7 @@ export class Limiter {
     const k = this.#key(key, 'key');
     const cost = checkCost(optionsArgument(options).cost ?? 1, 'options.cost', rule);
     this.#stats.decisions++;
-    return this.#entry(rule, k).acquire!(cost);
+    return this.#table.state(rule, k).acquire!(cost);
   }
 
   /**
@@ -804,14 +745,7 @@ export class Limiter {
     // The second beat comes soon after the first: it is the one that counts the fleet.
     const beatEvery = this.#beats < 2 ? HEARTBEAT_MS / 4 : HEARTBEAT_MS;
     if (now - this.#lastBeat >= beatEvery || now < this.#lastBeat) this.#heartbeat(now);
-    this.#refreshRecency();
-    // forEach: no [key, value] array per entry, as the entries() iterator makes (same order).
-    this.#entries.forEach((state, id) => {
-      if (state.sweep(now)) this.#entries.delete(id);
-    });
-    for (const state of this.#pinned) {
-      if (this.#entries.peek(state.storageKey) !== state) state.sweep(now);
-    }
+    this.#table.sweep(now);
   }
 
   /** Counters for a health endpoint; cheap enough to call per request. */
@@ -820,7 +754,7 @@ export class Limiter {
       ...this.#stats,
       ...this.#telemetry.counts,
       outcomes: this.#telemetry.totals.outcomes(),
-      keys: this.#entries.size,
+      keys: this.#table.size,
       ...this.#failover.stats,
       storeCallsSuspended: this.#failover.store.shortCircuited,
       breaker: this.#failover.store.state(),
@@ -845,9 +779,7 @@ export class Limiter {
       clearInterval(this.#timer);
       this.#closingStore.closing();
       await this.#settle();
-      this.#refreshRecency();
-      this.#entries.clear(); // dispose returns each entry's unused tokens
-      for (const state of this.#pinned) state.returnUnused('closed');
+      this.#table.clear(); // dispose returns each state's unused tokens
       await this.#settle();
       await this.#failover.flush(); // what a fallback admitted, if the store is back
       this.#failover.store.stop(); // no background breaker probes after close
@@ -886,38 +818,6 @@ export class Limiter {
     return key;
   }
 
-  #entry(rule: Rule, key: string): KeyState {
-    if (this.#lastRule === rule && this.#lastKey === key) return this.#lastState!;
-    let keys = this.#byKey.get(rule);
-    if (!keys) {
-      keys = new Map();
-      this.#byKey.set(rule, keys);
-    }
-    let state = keys.get(key);
-    this.#touches++;
-    if (state) {
-      if (this.#touches - (state.lruTouch ?? Number.NEGATIVE_INFINITY) > this.#refreshEvery) {
-        state.lruTouch = this.#touches;
-        this.#unrefreshed.push(state);
-        this.#unrefreshedAt.push(this.#touches);
-        // Superseded entries are dropped before they outnumber the states.
-        if (this.#unrefreshed.length > 2 * this.#entries.size + 64) this.#dropSuperseded();
-      }
-    } else {
-      const id = storageKey(rule.algorithm, rule.name, key);
-      state = ENGINES[rule.algorithm].open(this.#contextOf(rule), rule as never, key, id);
-      this.#refreshRecency();
-      this.#entries.set(id, state);
-      keys.set(key, state);
-      state.lruTouch = this.#touches;
-    }
-    // Three fields, not one object: a lookup that changes key allocates nothing.
-    this.#lastRule = rule;
-    this.#lastKey = key;
-    this.#lastState = state;
-    return state;
-  }
-
   /**
    * The engine context of `rule`'s key states: the shared one, with the `answer` that counts their
    * decisions straight into the policy's counts (no lookup by name per decision).
@@ -939,52 +839,6 @@ export class Limiter {
       this.#contexts.set(rule, ctx);
     }
     return ctx;
-  }
-
-  /** Makes the recency refreshes due (`#unrefreshed`), in order: the LRU's order is about to be read. */
-  #refreshRecency(): void {
-    const states = this.#unrefreshed;
-    const at = this.#unrefreshedAt;
-    // The storage key is the state's own string, its hash already computed.
-    for (let i = 0; i < states.length; i++) {
-      if (states[i]!.lruTouch === at[i]) this.#entries.get(states[i]!.storageKey);
-    }
-    states.length = 0;
-    at.length = 0;
-  }
-
-  /** Drops the superseded entries of `#unrefreshed`, keeping the order of the others. */
-  #dropSuperseded(): void {
-    const states = this.#unrefreshed;
-    const at = this.#unrefreshedAt;
-    let kept = 0;
-    for (let i = 0; i < states.length; i++) {
-      if (states[i]!.lruTouch !== at[i]) continue;
-      states[kept] = states[i]!;
-      at[kept++] = at[i]!;
-    }
-    states.length = kept;
-    at.length = kept;
-  }
-
-  /**
-   * The states of a multi-rule consume's checks when they are those of the last one and no lookup
-   * came in between. Its lookups then need not be repeated: they would touch the same entries in
-   * the same order, already the most recent in that order, so they would change nothing.
-   */
-  #remembered(rules: readonly Rule[], keys: readonly string[]): KeyState[] | undefined {
-    const memo = this.#multi;
-    if (memo === undefined || memo.touches !== this.#touches || memo.states.length !== rules.length) {
-      return undefined;
-    }
-    for (let i = 0; i < rules.length; i++) {
-      if (memo.states[i]!.rule !== rules[i] || memo.states[i]!.key !== keys[i]) return undefined;
-    }
-    const last = memo.states[rules.length - 1]!;
-    this.#lastRule = last.rule;
-    this.#lastKey = last.key;
-    this.#lastState = last;
-    return memo.states;
   }
 
   async #checkStore(
