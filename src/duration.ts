@@ -2,7 +2,8 @@ import { MAX_TTL_MS } from './algorithms/tokenBucket.js';
 import { ConfigError } from './errors.js';
 
 /**
- * A duration: milliseconds as a number, or a string such as `'250ms'`, `'1.5s'`, `'1m'`, `'1h'`, `'1d'`.
+ * A duration: milliseconds as a number, or a string such as `'250ms'`, `'1.5s'`, `'1m'`, `'1h'`, `'1d'`:
+ * a decimal number, at most one space (`'1 s'`, as @upstash/ratelimit writes them), then a unit.
  * Every duration option accepts 1 ms to `MAX_DURATION_MS` (about 31.7 years); the ones a timer waits
  * for (`maxWait`, `breaker.coolDown`) at most `MAX_TIMER_MS` (about 24.9 days).
  */
@@ -32,7 +33,9 @@ export const STORED: DurationRange = { min: MIN_DURATION_MS, max: MAX_DURATION_M
 export const TIMED: DurationRange = { min: MIN_DURATION_MS, max: MAX_TIMER_MS };
 
 const UNIT_MS: Record<DurationUnit, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const PATTERN = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/;
+// No other whitespace, exponent, case or long unit name: '1 minute' or '1S' (which @lukeed/ms
+// reads) and '1e3ms' are refused rather than read one way here and another way elsewhere.
+const PATTERN = /^(\d+(?:\.\d+)?) ?(ms|s|m|h|d)$/;
 
 /**
  * Parses a duration to milliseconds within `range`, naming `field` and the accepted range in the

@@ -74,6 +74,33 @@ describe('durations are validated like rates', () => {
   });
 });
 
+describe('the duration grammar: a decimal number, at most one space, then ms, s, m, h or d', () => {
+  // The forms the docs list ('250ms', '1s'), a fraction, and '1 s' as @upstash/ratelimit spells its
+  // durations (and as the `Duration` type, `${number}${unit}`, already admits).
+  it.each([
+    ['250ms', 250],
+    ['1.5s', 1500],
+    ['1 s', 1000],
+    ['10 m', 600_000],
+    ['2h', 7_200_000],
+    ['1d', 86_400_000],
+    [1000, 1000],
+  ])('%j is %d ms', (period, ms) => {
+    const rule = compilePolicy('p', { algorithm: 'token-bucket', rate: 1, period } as PolicyConfig);
+    expect(rule.algorithm === 'token-bucket' && rule.periodMs).toBe(ms);
+  });
+
+  // Spellings that some other parser reads differently or not at all: refused rather than guessed.
+  it.each(['1  s', ' 1s', '1s ', '1\ts', '1\ns', '1S', '1 sec', '1 minute', '1e3ms', '.5s', '1', 's', ''])(
+    '%j is refused, naming the field',
+    (period) => {
+      const err = rejection(() => compilePolicy('p', { algorithm: 'token-bucket', rate: 1, period } as PolicyConfig));
+      expect(err.field).toBe('policies.p.period');
+      expect(err.message).toContain("expected a duration like '250ms', '1s', '1m', '1h' or '1d'");
+    },
+  );
+});
+
 describe('the longest accepted durations on real Redis', () => {
   it('every key written gets a TTL no longer than two of the longest windows', async () => {
     const prefix = uniquePrefix('durations');
