@@ -67,3 +67,15 @@ export class ClosedError extends TokenleaseError {
     super('ERR_TOKENLEASE_CLOSED', `${what} was used after close()`);
   }
 }
+
+/**
+ * A value as an error message shows it: strings quoted, anything else as `String` writes it
+ * (`NaN`, `10n`, `Symbol(x)`). `JSON.stringify` throws on a BigInt and writes NaN as `null`, so
+ * it would turn a bad option into a TypeError or name the wrong value.
+ */
+export function shown(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'a list' : 'an object';
+  if (typeof value === 'bigint') return `${value}n`;
+  return String(value);
+}

@@ -7,7 +7,14 @@ import type { Check, Decision, PolicyDescription, Reservation, SlotHandle } from
 import { clockOption, MAX_TIMER_MS } from './duration.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
-import { ArgumentError, ClosedError, ConfigError, StoreUnavailableError, TokenleaseError } from './errors.js';
+import {
+  ArgumentError,
+  ClosedError,
+  ConfigError,
+  StoreUnavailableError,
+  shown,
+  TokenleaseError,
+} from './errors.js';
 import { Failover } from './failover.js';
 import { KeyTable } from './keyTable.js';
 import type { LimiterStats, Observer } from './observe/events.js';
@@ -801,7 +808,7 @@ export class Limiter {
     const rule = typeof name === 'string' ? this.#rules.get(name) : undefined;
     if (!rule) {
       const known = [...this.#rules.keys()].map((k) => JSON.stringify(k)).join(', ');
-      throw new ArgumentError(field, `unknown policy ${JSON.stringify(name)}; known policies: ${known}`);
+      throw new ArgumentError(field, `unknown policy ${shown(name)}; known policies: ${known}`);
     }
     if (method !== undefined && !ANSWERS.get(rule.algorithm)?.has(method)) {
       const { methods } = ENGINES[rule.algorithm];

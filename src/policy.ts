@@ -1,6 +1,6 @@
 import { MONTH } from './algorithms/fixedWindow.js';
 import { type Duration, MAX_DURATION_MS, parseDuration, TIMED } from './duration.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, shown } from './errors.js';
 
 /**
  * What a rule does while its store is unreachable (docs/operations.md):
@@ -361,7 +361,7 @@ function failMode(value: unknown, field: string): FailMode {
   if (value === undefined) return 'local';
   if (FAIL_MODES.includes(value as FailMode)) return value as FailMode;
   const expected = FAIL_MODES.map((m) => `'${m}'`).join(', ');
-  throw new ConfigError(field, `expected one of ${expected}, got ${JSON.stringify(value)}`);
+  throw new ConfigError(field, `expected one of ${expected}, got ${shown(value)}`);
 }
 
 function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): TokenBucketRule {
@@ -472,10 +472,7 @@ function windowed<A extends WindowAlgorithm>(
   }
   const anchor = 'anchor' in raw ? (raw.anchor ?? 'epoch') : 'epoch';
   if (anchor !== 'epoch' && anchor !== 'first-hit') {
-    throw new ConfigError(
-      `${field}.anchor`,
-      `expected 'epoch' or 'first-hit', got ${JSON.stringify(anchor)}`,
-    );
+    throw new ConfigError(`${field}.anchor`, `expected 'epoch' or 'first-hit', got ${shown(anchor)}`);
   }
   if (anchor === 'first-hit' && algorithm !== 'fixed-window') {
     throw new ConfigError(`${field}.anchor`, `'first-hit' is for 'fixed-window' only`);
@@ -627,7 +624,7 @@ export function compilePolicy(name: string, raw: unknown): Rule {
     const known = Object.keys(COMPILERS).map((a) => `'${a}'`);
     throw new ConfigError(
       `${field}.algorithm`,
-      `expected one of ${known.join(', ')}, got ${JSON.stringify(algorithm)}`,
+      `expected one of ${known.join(', ')}, got ${shown(algorithm)}`,
     );
   }
   const options = OPTIONS[algorithm as Algorithm];

@@ -94,7 +94,9 @@ describe('the duration grammar: a decimal number, at most one space, then ms, s,
   it.each(['1  s', ' 1s', '1s ', '1\ts', '1\ns', '1S', '1 sec', '1 minute', '1e3ms', '.5s', '1', 's', ''])(
     '%j is refused, naming the field',
     (period) => {
-      const err = rejection(() => compilePolicy('p', { algorithm: 'token-bucket', rate: 1, period } as PolicyConfig));
+      const err = rejection(() =>
+        compilePolicy('p', { algorithm: 'token-bucket', rate: 1, period } as PolicyConfig),
+      );
       expect(err.field).toBe('policies.p.period');
       expect(err.message).toContain("expected a duration like '250ms', '1s', '1m', '1h' or '1d'");
     },
