@@ -395,9 +395,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
       fail,
     };
   }
-  if (typeof lease !== 'object' || lease === null) {
-    throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${String(lease)}`);
-  }
+  leaseObject<LeaseOptions>(lease, field);
   const maxFraction =
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
   const aheadMs =
@@ -431,8 +429,8 @@ function writeBehind(value: unknown, field: string): boolean {
 }
 
 function integer(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new ConfigError(field, `expected an integer from 1 and up, got ${String(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TOKENS) {
+    throw new ConfigError(field, `expected an integer from 1 to ${MAX_TOKENS}, got ${String(value)}`);
   }
   return value;
 }
@@ -445,8 +443,8 @@ function alwaysExact(lease: unknown, field: string, algorithm: string): void {
 }
 
 function leaseObject<T extends object>(lease: unknown, field: string): T {
-  if (typeof lease !== 'object' || lease === null) {
-    throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${String(lease)}`);
+  if (typeof lease !== 'object' || lease === null || Array.isArray(lease)) {
+    throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${shown(lease)}`);
   }
   return lease as T;
 }
@@ -457,7 +455,7 @@ function windowed<A extends WindowAlgorithm>(
   field: string,
   algorithm: A,
 ): WindowRule<A> {
-  const limit = positive(raw.limit, `${field}.limit`);
+  const limit = tokens(raw.limit, `${field}.limit`);
   let windowMs: number;
   if (raw.window === 'month') {
     if (algorithm !== 'fixed-window') {

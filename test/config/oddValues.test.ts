@@ -38,3 +38,34 @@ describe('odd values are named in the error, never a TypeError', () => {
     await limiter.close();
   });
 });
+
+describe('limits stay where a double counts every token', () => {
+  // A token bucket refused rate and burst above 1e15; the other algorithms' limits were only
+  // checked to be positive, so a fixed window of 1e16 answered remaining 9999999999999996 after a
+  // cost of 3, and a concurrency limit of 1e16 lost the first slot taken.
+  const limited: [string, (limit: number) => PolicyConfig][] = [
+    ['fixed-window', (limit) => ({ algorithm: 'fixed-window', limit, window: '1m' })],
+    ['sliding-window', (limit) => ({ algorithm: 'sliding-window', limit, window: '1m' })],
+    ['sliding-log', (limit) => ({ algorithm: 'sliding-log', limit, window: '1m' })],
+    ['concurrency', (limit) => ({ algorithm: 'concurrency', limit })],
+  ];
+  it.each(limited)('%s: a limit of 1e16 or 2^53 + 1 is refused, 1e15 accepted', (_name, policy) => {
+    for (const limit of [1e16, 2 ** 53 + 1, 1e300]) {
+      const err = thrown(ConfigError, () => compilePolicy('p', policy(limit)));
+      expect(err.field).toBe('policies.p.limit');
+      expect(err.message).toMatch(/(at most|to) 1000000000000000/);
+    }
+    expect(compilePolicy('p', policy(1e15)).algorithm).toBe(policy(1).algorithm);
+  });
+
+  it('a lease given as a list is refused', () => {
+    for (const policy of [
+      { algorithm: 'token-bucket', rate: 1, lease: [] },
+      { algorithm: 'fixed-window', limit: 1, window: '1s', lease: [] },
+      { algorithm: 'concurrency', limit: 1, lease: [] },
+    ]) {
+      const err = thrown(ConfigError, () => compilePolicy('p', policy as never));
+      expect(err.field, policy.algorithm).toBe('policies.p.lease');
+    }
+  });
+});
