@@ -604,6 +604,11 @@ const OPTIONS: { [A in Algorithm]: { policy: readonly string[]; lease?: readonly
   concurrency: { policy: ['algorithm', 'limit', 'slotTtl', 'lease'], lease: ['maxFraction', 'ttl'] },
 };
 
+/** The options a policy of `algorithm` takes (`undefined` for an algorithm there is none of). */
+export function policyOptions(algorithm: string): readonly string[] | undefined {
+  return Object.hasOwn(OPTIONS, algorithm) ? OPTIONS[algorithm as Algorithm].policy : undefined;
+}
+
 function knownOptions(value: object, known: readonly string[], field: string): void {
   for (const option of Object.keys(value)) {
     if (!known.includes(option)) {

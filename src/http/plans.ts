@@ -16,7 +16,7 @@ import {
 import { MAX_TIMER_MS, MIN_DURATION_MS } from '../duration.js';
 import { ConfigError, TokenleaseError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
-import { compilePolicy, type PolicyConfig } from '../policy.js';
+import { compilePolicy, type PolicyConfig, policyOptions } from '../policy.js';
 import { ClientList, type CompiledRule, compileCosts, compileRule, type RuleSet } from './rules.js';
 
 /**
@@ -45,10 +45,6 @@ export class PlansError extends TokenleaseError {
 
 /** Fields of a rule in a plans file that are about HTTP; the rest describe the limiter policy. */
 const HTTP_FIELDS = ['by', 'routes', 'weighted', 'shadow', 'enforce'];
-/** Policy fields checked for typos; other algorithms' fields pass to `compilePolicy` unchecked. */
-const POLICY_FIELDS: Record<string, readonly string[]> = {
-  'token-bucket': ['algorithm', 'rate', 'period', 'burst', 'lease'],
-};
 const TOP_FIELDS = ['defaultPlan', 'rules', 'plans', 'keys', 'costs', 'allow', 'deny'];
 const PLAN_FIELDS = ['rules'];
 const API_KEY = /^[\x21-\x7e]{1,256}$/;
@@ -359,7 +355,7 @@ function compilePlans(text: string, source: string): Compiled {
       const rulePath = [...path, name];
       const r = mapping(rule, rulePath, fail, 'a rule like { rate: 100, period: 1s }');
       const algorithm = r.algorithm ?? 'token-bucket';
-      const known = POLICY_FIELDS[String(algorithm)];
+      const known = policyOptions(String(algorithm));
       if (known) unknownFields(r, [...known, ...HTTP_FIELDS], rulePath, fail);
       const policy = `${prefix}/${name}`;
       const config: Record<string, unknown> = { algorithm };

@@ -59,7 +59,12 @@ describe('plans file validation', () => {
     [
       'a misspelt field points at the key',
       'plans:\n  pro:\n    rules:\n      per-key:\n        rate: 5\n        burts: 10\n',
-      'plans.yaml:6:9: Invalid `plans.pro.rules.per-key.burts`: unknown field; expected one of `algorithm`, `rate`, `period`, `burst`, `lease`, `by`, `routes`, `weighted`, `shadow`, `enforce`',
+      'plans.yaml:6:9: Invalid `plans.pro.rules.per-key.burts`: unknown field; expected one of `algorithm`, `rate`, `period`, `burst`, `lease`, `fail`, `by`, `routes`, `weighted`, `shadow`, `enforce`',
+    ],
+    [
+      "a misspelt field of another algorithm points at the key and lists that algorithm's fields",
+      'rules:\n  daily: { algorithm: fixed-window, limit: 5, window: 1d, burst: 10 }\n',
+      'plans.yaml:2:59: Invalid `rules.daily.burst`: unknown field; expected one of `algorithm`, `limit`, `window`, `anchor`, `lease`, `fail`, `by`, `routes`, `weighted`, `shadow`, `enforce`',
     ],
     [
       'an unparseable period',
@@ -98,6 +103,15 @@ describe('plans file validation', () => {
     ],
   ])('%s', (_name, text, message) => {
     expect(error(text)).toBe(message);
+  });
+
+  it('a rule takes every policy field, fail included', () => {
+    const plans = Plans.parse(
+      'rules:\n  per-ip: { rate: 5, period: 1s, fail: open, by: ip }\n  daily: { algorithm: fixed-window, limit: 5, window: 1d, fail: closed }\n',
+      'plans.yaml',
+    );
+    expect(plans.policies['*/per-ip']).toMatchObject({ algorithm: 'token-bucket', fail: 'open' });
+    expect(plans.policies['*/daily']).toMatchObject({ algorithm: 'fixed-window', fail: 'closed' });
   });
 
   it('reports lines in JSON files too', () => {
