@@ -8,6 +8,7 @@ import {
   rateLimitHeaders,
   retryAfterSeconds,
   type StandardHeaders,
+  standardHeadersOption,
 } from './headers.js';
 import type { Plans } from './plans.js';
 import { keyPart, type RequestView, readApiKey } from './request.js';
@@ -183,6 +184,11 @@ const INFO: object = Object.defineProperty({}, 'current', {
   },
 });
 
+/** A `RateLimitInfo` of these fields, with `current` as every one has it. */
+export function rateLimitInfo(fields: Omit<RateLimitInfo, 'current'>): RateLimitInfo {
+  return Object.assign(Object.create(INFO) as RateLimitInfo, fields);
+}
+
 /** What identifies the sender of a request, read once per request. */
 interface Peer {
   apiKey: string | undefined;
@@ -243,7 +249,7 @@ export class RateLimitCore<Req> {
     this.#o = o;
     this.#view = view;
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
-    this.#standard = o.standardHeaders === true ? 'draft-6' : (o.standardHeaders ?? 'draft-10');
+    this.#standard = standardHeadersOption(o.standardHeaders, 'draft-10');
     this.#apiKeyHeader = headerName(o.apiKeyHeader ?? 'x-api-key', 'apiKeyHeader');
     this.#now = o.now ?? Date.now;
     if (o.plans !== undefined) {
@@ -302,12 +308,6 @@ export class RateLimitCore<Req> {
     const status = o.statusCode ?? 429;
     if (!Number.isInteger(status) || status < 400 || status > 599) {
       throw new ConfigError('statusCode', `expected an HTTP error status (400-599), got ${String(status)}`);
-    }
-    if (![false, 'draft-10', 'draft-8', 'draft-7', 'draft-6'].includes(this.#standard)) {
-      throw new ConfigError(
-        'standardHeaders',
-        `expected 'draft-10', 'draft-8', 'draft-7', 'draft-6', true or false, got ${JSON.stringify(o.standardHeaders)}`,
-      );
     }
     const format = o.responseFormat ?? 'json';
     if (format !== 'json' && format !== 'problem+json') {

@@ -5,12 +5,19 @@ import type { WindowLeaseOptions } from '../policy.js';
 import { MemoryStore } from '../stores/memoryStore.js';
 import type { Store } from '../stores/store.js';
 import { ipKey, parseHop } from './clientIp.js';
-import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
+import { RateLimitCore, type RateLimitInfo, type RateLimitOptions, rateLimitInfo } from './core.js';
 import { Checks, type Logger, type ValidateOptions } from './expressChecks.js';
-import { type StandardHeaders, sendRateLimitHeaders } from './headers.js';
+import {
+  type RuleState,
+  rateLimitHeaders,
+  retryAfterSeconds,
+  type StandardHeaders,
+  sendRateLimitHeaders,
+  standardHeadersOption,
+} from './headers.js';
 import type { Refusal } from './node.js';
 import { buildKey, pathOf, type RequestView } from './request.js';
-import { type RequestPropertySetter, requestPropertySetter } from './requestProperty.js';
+import { requestPropertySetter } from './requestProperty.js';
 
 export { MemoryStore } from '../stores/memoryStore.js';
 export type { RateLimitInfo } from './core.js';
@@ -51,7 +58,7 @@ export interface ExpressRateLimitOptions
   windowMs?: number;
   /**
    * Without `limiter`: requests per window and client, or a function of the request (each value
-   * gets its own policy). 0 refuses everything.
+   * gets its own policy). 0 refuses everything (counting each refusal, with the usual headers).
    * @default 5
    */
   limit?: number | ValueDeterminingMiddleware<number>;
@@ -222,8 +229,15 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
         checkProxySetting(checks, req);
       }
       const limit = cores ? await cores.limit(req, res) : undefined;
-      if (limit === 0) return await refuseAll(req, res, next, resolved, setInfo);
-      const c = cores ? cores.for(limit!) : native!;
+      if (limit === 0) {
+        const { refusal, took } = await cores!.refuseAll(req, res);
+        setInfo(req, refusal.info);
+        sendRateLimitHeaders(res, refusal.headers);
+        if (settled) giveBackWhen(settled, req, res, resolved, cores!.limiter, [took]);
+        const handler = resolved.handler ?? sendRefusal;
+        return await handler(req, res, next, { ...resolved, ...refusal, statusCode: refusal.status });
+      }
+      const c = cores ? cores.for(limit!)! : native!;
       const outcome = await c.core.check(req);
       const info = outcome.info;
       setInfo(req, info);
@@ -242,11 +256,8 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       next(err);
     }
   };
-  const all = () => (cores ? cores.all() : [native!]);
-  const resetKey = async (key: string) => {
-    await Promise.all(all().map((c) => c.resetKey(key)));
-  };
-  const getKey = async (key: string) => mostHits(await Promise.all(all().map((c) => c.getKey(key))));
+  const resetKey = (key: string) => (cores ? cores.resetKey(key) : native!.resetKey(key));
+  const getKey = (key: string) => (cores ? cores.getKey(key) : native!.getKey(key));
   return Object.assign(middleware as RequestHandler, { resetKey, getKey });
 }
 
@@ -354,15 +365,19 @@ function peerOptions(o: ExpressRateLimitOptions): ExpressRateLimitOptions {
   if (!(typeof windowMs === 'number' && Number.isFinite(windowMs) && windowMs > 0)) {
     throw new ConfigError('windowMs', `expected a positive number of milliseconds, got ${String(windowMs)}`);
   }
-  const subnet = o.ipv6Subnet ?? 56;
   return {
     message: DEFAULT_MESSAGE,
     legacyHeaders: true,
     standardHeaders: false,
-    keyGenerator: (req: Request) => ipKeyGenerator(req.ip ?? req.socket?.remoteAddress ?? 'unknown', subnet),
+    keyGenerator: defaultKey(o.ipv6Subnet ?? 56),
     ...o,
     windowMs,
   };
+}
+
+/** express-rate-limit's default key generator. */
+function defaultKey(ipv6Subnet: number | false): (req: Request) => string {
+  return (req) => ipKeyGenerator(req.ip ?? req.socket?.remoteAddress ?? 'unknown', ipv6Subnet);
 }
 
 /** One core per limit value (`limit` may be a function of the request), on one limiter. */
@@ -370,38 +385,59 @@ class PeerCores {
   readonly #o: ExpressRateLimitOptions;
   #limiter: Limiter | undefined;
   readonly #cores = new Map<number, BoundCore>();
+  /** Every limit seen, 0 included. */
+  readonly #limits = new Set<number>();
   readonly #limit: number | ValueDeterminingMiddleware<number>;
+  readonly #standard: StandardHeaders | false;
+  /** The client key of `limit: 0`'s refusals (no core decides them). */
+  readonly #keyOf: (req: Request, res: Response) => Promise<string>;
 
   constructor(o: ExpressRateLimitOptions, raw: ExpressRateLimitOptions) {
     this.#o = o;
     this.#limit = raw.limit ?? raw.max ?? 5;
+    this.#standard = standardHeadersOption(o.standardHeaders, false);
+    const keyGenerator = o.keyGenerator!;
+    const fallback = defaultKey(o.ipv6Subnet ?? 56);
+    // As the cores read it (`identify`): a number as its string, nothing as the default key.
+    this.#keyOf = async (req, res) => {
+      const key = await keyGenerator(req, res);
+      if (typeof key === 'string') return key;
+      return typeof key === 'number' && Number.isFinite(key) ? String(key) : fallback(req);
+    };
     // A fixed limit is checked, and its policy built, before the first request.
-    if (typeof this.#limit === 'number' && checkLimit(this.#limit) > 0) this.for(this.#limit);
+    if (typeof this.#limit === 'number') this.for(checkLimit(this.#limit));
+  }
+
+  /** The limiter the policies live on (built with the first limit seen). */
+  get limiter(): Limiter {
+    return this.#limiter!;
   }
 
   async limit(req: Request, res: Response): Promise<number> {
     return checkLimit(typeof this.#limit === 'function' ? await this.#limit(req, res) : this.#limit);
   }
 
-  for(limit: number): BoundCore {
-    let c = this.#cores.get(limit);
-    if (c) return c;
+  /** The core of a limit above 0; undefined for 0 (`refuseAll`), whose policy is the refusal counter alone. */
+  for(limit: number): BoundCore | undefined {
+    if (this.#limits.has(limit)) return this.#cores.get(limit);
+    this.#limits.add(limit);
     const policy = `limit-${limit}`;
-    const windowMs = this.#o.windowMs!;
+    // No policy can admit nothing: limit 0 counts its refusals only.
     const policies = Object.fromEntries(
-      [...this.#cores.keys(), limit].flatMap((n) => [
-        [`limit-${n}`, this.#policy(n)],
+      [...this.#limits].flatMap((n) => [
+        ...(n > 0 ? [[`limit-${n}`, this.#policy(n)]] : []),
         [refusedPolicy(n), { ...this.#policy(REFUSALS), lease: 'exact' as const }],
       ]),
     );
     // A limiter needs a policy, and a limit function names its values only as requests come.
     if (this.#limiter) this.#limiter.setPolicies(policies);
     else this.#limiter = new Limiter({ store: this.#o.store ?? new MemoryStore(), policies });
-    const { windowMs: _w, limit: _l, max: _m, store: _s, lease: _le, identifier, ...rest } = this.#o;
-    c = core({
+    if (limit === 0) return undefined;
+    const { windowMs: _w, limit: _l, max: _m, store: _s, lease: _le, identifier: _i, ...rest } = this.#o;
+    let c = core({
       ...rest,
       limiter: this.#limiter,
-      rules: [{ policy, by: 'client', name: identifier ?? `${limit}-in-${duration(windowMs)}` }],
+      rules: [{ policy, by: 'client', name: this.#name(limit) }],
     });
     const limiter = this.#limiter!;
     const counted = c;
@@ -444,8 +480,91 @@ class PeerCores {
     return { policy, key: refused.key, cost: refused.cost };
   }
 
-  all(): BoundCore[] {
-    return [...this.#cores.values()];
+  /**
+   * `limit: 0`: refuses the request, counting it as express-rate-limit counts every hit, in a
+   * window opened at the client's first one, and says so in the same headers as any refusal
+   * (limit 0, remaining 0, the window's reset, `Retry-After`). Returns what it took.
+   */
+  async refuseAll(req: Request, res: Response): Promise<{ refusal: Refusal; took: Took }> {
+    this.for(0);
+    const limiter = this.#limiter!;
+    const o = this.#o;
+    const client = await this.#keyOf(req, res);
+    const took: Took = { policy: refusedPolicy(0), key: buildKey([['client', client]]), cost: 1 };
+    const count = await limiter.consume(took.policy, took.key, took.cost);
+    const now = (o.now ?? Date.now)();
+    const name = this.#name(0);
+    const state: RuleState = {
+      name,
+      key: client,
+      limit: 0,
+      windowSeconds: limiter.describe(took.policy).windowSeconds,
+      remaining: 0,
+      resetSeconds: Math.ceil(count.resetMs / 1000),
+      violated: true,
+    };
+    const legacy = o.legacyHeaders ?? false;
+    const headers = rateLimitHeaders([state], state, {
+      standard: this.#standard,
+      legacy,
+      hideRemaining: false,
+      now,
+    });
+    const retryAfter = retryAfterSeconds([state]);
+    if (retryAfter !== undefined && (this.#standard !== false || legacy)) {
+      headers.push(['Retry-After', String(retryAfter)]);
+    }
+    const info = rateLimitInfo({
+      allowed: false,
+      key: client,
+      plan: undefined,
+      policy: name,
+      limit: 0,
+      used: count.limit - count.remaining,
+      remaining: 0,
+      resetTime: new Date(now + count.resetMs),
+      retryAfterMs: count.resetMs,
+      rules: [],
+      shadowExceeded: [],
+    });
+    const refusal: Refusal = {
+      action: 'refuse',
+      reason: 'limited',
+      status: o.statusCode ?? 429,
+      headers,
+      info,
+      retryAfter,
+      contentType: 'application/json; charset=utf-8',
+      body: { error: 'rate_limited', message: DEFAULT_MESSAGE, policies: [name] },
+    };
+    return { refusal, took };
+  }
+
+  async resetKey(key: string): Promise<void> {
+    const k = buildKey([['client', key]]);
+    await Promise.all([
+      ...[...this.#cores.values()].map((c) => c.resetKey(key)),
+      ...(this.#limits.has(0) ? [this.#limiter!.reset(refusedPolicy(0), k)] : []),
+    ]);
+  }
+
+  async getKey(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const now = (this.#o.now ?? Date.now)();
+    const refusedAll = async (): Promise<ClientRateLimitInfo> => {
+      const d = await this.#limiter!.peek(refusedPolicy(0), buildKey([['client', key]]));
+      return { totalHits: d.limit - d.remaining, resetTime: new Date(now + d.resetMs) };
+    };
+    return mostHits(
+      await Promise.all([
+        ...[...this.#cores.values()].map((c) => c.getKey(key)),
+        ...(this.#limits.has(0) ? [refusedAll()] : []),
+      ]),
+    );
+  }
+
+  /** express-rate-limit's quota name (draft-8): `identifier`, else e.g. `5-in-1min`. */
+  #name(limit: number): string {
+    return this.#o.identifier ?? `${limit}-in-${duration(this.#o.windowMs!)}`;
   }
 
   #policy(limit: number) {
@@ -507,35 +626,6 @@ async function sendRefusal(
       ? await (o.message as ValueDeterminingMiddleware<unknown>)(req, res)
       : o.message;
   if (!res.writableEnded) res.send(message);
-}
-
-/** `limit: 0`: every request is refused, and none is counted. */
-async function refuseAll(
-  req: Request,
-  res: Response,
-  next: NextFunction,
-  o: ExpressRateLimitOptions,
-  setInfo: RequestPropertySetter,
-): Promise<void> {
-  const info = {
-    limit: 0,
-    used: 1,
-    remaining: 0,
-    resetTime: new Date(),
-    key: '',
-  } as unknown as RateLimitInfo;
-  setInfo(req, info);
-  const refusal: Refusal = {
-    action: 'refuse',
-    reason: 'limited',
-    status: o.statusCode ?? 429,
-    headers: [],
-    info,
-    retryAfter: undefined,
-    contentType: 'application/json; charset=utf-8',
-    body: { error: 'rate_limited', message: DEFAULT_MESSAGE, policies: [] },
-  };
-  await (o.handler ?? sendRefusal)(req, res, next, { ...o, ...refusal, statusCode: refusal.status });
 }
 
 type Settled = Promise<'finish' | 'close' | 'error'>;

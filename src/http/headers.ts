@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
+import { ConfigError } from '../errors.js';
 
 /**
  * Which `RateLimit` header syntax to send:
@@ -10,6 +11,23 @@ import type { ServerResponse } from 'node:http';
  *   (draft-7 and draft-6 carry one limit: the rule closest to refusing).
  */
 export type StandardHeaders = 'draft-10' | 'draft-8' | 'draft-7' | 'draft-6';
+
+const STANDARD: readonly (StandardHeaders | false)[] = [false, 'draft-10', 'draft-8', 'draft-7', 'draft-6'];
+
+/** The `standardHeaders` option resolved: `true` is `'draft-6'` (as in express-rate-limit), unset is `fallback`. */
+export function standardHeadersOption(
+  value: StandardHeaders | boolean | undefined,
+  fallback: StandardHeaders | false,
+): StandardHeaders | false {
+  const standard = value === true ? 'draft-6' : (value ?? fallback);
+  if (!STANDARD.includes(standard)) {
+    throw new ConfigError(
+      'standardHeaders',
+      `expected 'draft-10', 'draft-8', 'draft-7', 'draft-6', true or false, got ${JSON.stringify(value)}`,
+    );
+  }
+  return standard;
+}
 
 /** One rule of a request as the headers show it. */
 export interface RuleState {

@@ -141,6 +141,105 @@ describe('refused hits are counted, as express-rate-limit counts them', () => {
   });
 });
 
+describe('limit: 0 refuses every request with the headers express-rate-limit sends', () => {
+  // express-rate-limit counts the hit, then refuses it (totalHits > 0) with the usual headers of a
+  // refusal: limit 0, remaining 0, the reset of the client's window (opened at its first hit) and
+  // Retry-After.
+  const now = 7_000_000;
+  /** The app, and what each request saw in req.rateLimit. */
+  function app(options: Parameters<typeof rateLimit>[0]) {
+    const seen: Request['rateLimit'][] = [];
+    const a = createServer(
+      rateLimit({
+        limit: 0,
+        validate: { limit: false },
+        keyGenerator: () => 'client-0',
+        handler: (req, res, _next, o) => {
+          seen.push(req.rateLimit);
+          res.status(o.statusCode).send('no');
+        },
+        ...options,
+      }),
+    );
+    return { a, seen };
+  }
+
+  it('legacy headers by default: X-RateLimit-Limit 0, Remaining 0, Reset, and Retry-After', async () => {
+    vi.useFakeTimers({ now });
+    try {
+      const { a, seen } = app({ windowMs: 60_000 });
+      await request(a)
+        .get('/')
+        .expect(429)
+        .expect('x-ratelimit-limit', '0')
+        .expect('x-ratelimit-remaining', '0')
+        .expect('x-ratelimit-reset', String(Math.ceil((now + 60_000) / 1000)))
+        .expect('retry-after', '60');
+      vi.advanceTimersByTime(10_000);
+      await request(a).get('/').expect(429).expect('retry-after', '50');
+      expect(seen.map((i) => [i?.limit, i?.used, i?.remaining, i?.key, i?.resetTime?.getTime()])).toEqual([
+        [0, 1, 0, 'client-0', now + 60_000],
+        [0, 2, 0, 'client-0', now + 60_000],
+      ]);
+      expect(seen[1]?.current, 'current, as upstream').toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it.each([
+    [
+      'draft-6',
+      {
+        'ratelimit-policy': '0;w=60',
+        'ratelimit-limit': '0',
+        'ratelimit-remaining': '0',
+        'ratelimit-reset': '60',
+      },
+    ],
+    ['draft-7', { 'ratelimit-policy': '0;w=60', ratelimit: 'limit=0, remaining=0, reset=60' }],
+    ['draft-8', { ratelimit: '"0-in-1min"; r=0; t=60' }],
+  ] as const)('standardHeaders %s', async (standardHeaders, expected) => {
+    vi.useFakeTimers({ now });
+    try {
+      const { a } = app({ standardHeaders, legacyHeaders: false });
+      const r = await request(a).get('/').expect(429).expect('retry-after', '60');
+      expect(r.headers).toMatchObject(expected);
+      expect(r.headers['x-ratelimit-limit']).toBeUndefined();
+      if (standardHeaders === 'draft-8') {
+        expect(r.headers['ratelimit-policy']).toMatch(/^"0-in-1min"; q=0; w=60; pk=:[A-Za-z0-9+/=]+:$/);
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('no rate-limit headers, and no Retry-After, with both kinds off', async () => {
+    const { a } = app({ standardHeaders: false, legacyHeaders: false });
+    const r = await request(a).get('/').expect(429);
+    expect(Object.keys(r.headers).filter((h) => /ratelimit|retry-after/.test(h))).toEqual([]);
+  });
+
+  it('with skipFailedRequests each refusal (a 429) is given back, as upstream decrements it', async () => {
+    const { a, seen } = app({ skipFailedRequests: true });
+    for (let i = 0; i < 3; i++) {
+      await request(a).get('/').expect(429);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(seen.map((i) => i?.used)).toEqual([1, 1, 1]);
+  });
+
+  it('the refusals are counted in the client window, which getKey reads and resetKey forgets', async () => {
+    const limiter = rateLimit({ limit: 0, validate: { limit: false }, keyGenerator: () => 'client-0' });
+    const a = createServer(limiter);
+    await request(a).get('/').expect(429);
+    await request(a).get('/').expect(429);
+    expect(await limiter.getKey('client-0')).toMatchObject({ totalHits: 2 });
+    await limiter.resetKey('client-0');
+    expect(await limiter.getKey('client-0')).toBeUndefined();
+  });
+});
+
 describe('getKey', () => {
   it('reads the hits and the window end of a client key, counting nothing', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
