@@ -22,6 +22,7 @@
  */
 import pLimit, { type LimitFunction } from 'p-limit';
 import { StoreTimeoutError, StoreUnavailableError } from '../errors.js';
+import { deadline } from './deadline.js';
 
 /** One call waiting for its batch. */
 export interface BatchItem {
@@ -57,14 +58,45 @@ export interface BatcherOptions {
   maxInFlight: number;
 }
 
-interface Pending extends BatchItem {
+/**
+ * A call in the batcher. Its fields are copied one by one, not spread from the item: an object
+ * spread and then given new properties leaves V8's fast shapes, and every batch reads these.
+ */
+class Pending implements BatchItem {
+  readonly key: string;
+  readonly script: string;
+  readonly args: readonly (string | number)[];
+  readonly background: boolean;
+  readonly timeoutMs: number;
   /** Put into a batch: its key is claimed until the batch is answered (or it expires unsent). */
-  claimed: boolean;
-  sent: boolean;
-  done: boolean;
-  timer: NodeJS.Timeout;
-  /** When the call was made, in calls: a batch runs its items in this order. */
-  made: number;
+  claimed = false;
+  sent = false;
+  done = false;
+  readonly timer: NodeJS.Timeout;
+  readonly #settle: BatchItem['settle'];
+
+  constructor(
+    item: BatchItem,
+    timeoutMs: number,
+    /** When the call was made, in calls: a batch runs its items in this order. */
+    readonly made: number,
+    onTimeout: (p: Pending) => void,
+  ) {
+    this.key = item.key;
+    this.script = item.script;
+    this.args = item.args;
+    this.background = item.background;
+    this.timeoutMs = timeoutMs;
+    this.#settle = item.settle;
+    this.timer = deadline(timeoutMs, () => onTimeout(this));
+  }
+
+  settle(error: unknown, reply?: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    clearTimeout(this.timer);
+    this.#settle(error, reply);
+  }
 }
 
 export class Batcher {
@@ -103,20 +135,8 @@ export class Batcher {
       );
       return;
     }
-    const pending: Pending = {
-      ...item,
-      claimed: false,
-      sent: false,
-      done: false,
-      settle: (error, reply) => {
-        if (pending.done) return;
-        pending.done = true;
-        clearTimeout(pending.timer);
-        item.settle(error, reply);
-      },
-      timer: setTimeout(() => this.#expire(pending), item.timeoutMs ?? this.#options.timeoutMs),
-      made: this.#made++,
-    };
+    const timeoutMs = item.timeoutMs ?? this.#options.timeoutMs;
+    const pending = new Pending(item, timeoutMs, this.#made++, (p) => this.#expire(p));
     if (item.background) this.#background.push(pending);
     else this.#foreground.push(pending);
     this.#schedule();
@@ -229,7 +249,7 @@ export class Batcher {
 
   #expire(p: Pending): void {
     if (p.done) return;
-    const timeoutMs = p.timeoutMs ?? this.#options.timeoutMs;
+    const { timeoutMs } = p;
     if (p.sent) {
       this.#stuck.add(p.key);
       p.settle(new StoreTimeoutError(timeoutMs));

@@ -10,6 +10,7 @@ import {
 } from '../errors.js';
 import { luaScript } from '../scripts.js';
 import { Batcher, type BatchItem, type ItemReply } from './batcher.js';
+import { deadline } from './deadline.js';
 import { isRedisClient, type RedisClient } from './redisClient.js';
 import { keySlot } from './slot.js';
 import type { Operation, RunOptions, Store } from './store.js';
@@ -182,10 +183,10 @@ function safeClient(client: Client): { client: Client; owned: boolean } {
  */
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
+  const late = new Promise<never>((_, reject) => {
+    timer = deadline(ms, () => reject(new StoreTimeoutError(ms)));
   });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 function isNoScript(err: unknown): boolean {

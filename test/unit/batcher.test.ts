@@ -87,7 +87,8 @@ describe('Batcher', () => {
     const second = call(b, 'b');
     await vi.advanceTimersByTimeAsync(49);
     expect(sent, 'the second waits for a batch slot').toBe(1);
-    await vi.advanceTimersByTimeAsync(1);
+    // The timeout, then its hop to the check phase (src/stores/deadline.ts), which fake timers run 1 ms later.
+    await vi.advanceTimersByTimeAsync(2);
     expect((await first).error).toBeInstanceOf(StoreTimeoutError);
     const queued = (await second).error;
     expect(queued, 'never sent: certainly not applied').toBeInstanceOf(StoreUnavailableError);
@@ -161,7 +162,8 @@ describe('Batcher', () => {
       },
     });
     const stuck = call(b, 'a');
-    await vi.advanceTimersByTimeAsync(50);
+    // The timeout, then its hop to the check phase (src/stores/deadline.ts), which fake timers run 1 ms later.
+    await vi.advanceTimersByTimeAsync(51);
     expect((await stuck).error, 'the paused call times out').toBeInstanceOf(StoreTimeoutError);
     const refused = await call(b, 'a');
     expect(refused.error, 'never sent: the fail policy answers at once').toBeInstanceOf(
