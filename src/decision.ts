@@ -62,3 +62,24 @@ export interface PolicyDescription {
   /** Seconds to restore the whole limit from empty (at least 1): the policy's window. */
   windowSeconds: number;
 }
+
+/**
+ * `decision` with `extra` fields added, as `{ ...decision, ...extra }` would give, built from a
+ * literal: on Node 20, an object spread and then given properties it did not have gets a hidden
+ * class of its own every time, which costs microseconds per call (and GC) on a path taken per
+ * request.
+ */
+export function decisionWith<E extends object>(decision: Decision, extra: E): Decision & E {
+  const copy: Decision = {
+    allowed: decision.allowed,
+    policy: decision.policy,
+    key: decision.key,
+    limit: decision.limit,
+    remaining: decision.remaining,
+    resetMs: decision.resetMs,
+    retryAfterMs: decision.retryAfterMs,
+  };
+  if (decision.source !== undefined) copy.source = decision.source;
+  if (decision.checks !== undefined) copy.checks = decision.checks;
+  return Object.assign(copy, extra);
+}

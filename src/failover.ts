@@ -155,53 +155,66 @@ export class Failover {
     }
     const local = s.local;
     const { rule: fr, shape } = local;
-    const base = { policy: fr.name, key, limit: fr.burst, source: 'fallback' as const };
+    // A literal per decision, not a spread of shared fields (see `decisionWith` in src/decision.ts).
+    const answer = (
+      allowed: boolean,
+      remaining: number,
+      resetMs: number,
+      retryAfterMs: number,
+    ): Decision => ({
+      allowed,
+      policy: fr.name,
+      key,
+      limit: fr.burst,
+      remaining,
+      resetMs,
+      retryAfterMs,
+      source: 'fallback',
+    });
     const breaker = this.store.breakerFor(storageKey);
     const untilProbe = breaker.state === 'closed' ? breaker.coolDownMs : breaker.msUntilProbe();
     const level = refill(local.state, now, shape);
     let decision: Decision;
     if (fr.fail === 'closed') {
-      decision = {
-        ...base,
-        allowed: false,
-        remaining: 0,
-        resetMs: resetIn(0, fr),
-        retryAfterMs: Math.max(1, Math.ceil(untilProbe)),
-      };
+      decision = answer(false, 0, resetIn(0, fr), Math.max(1, Math.ceil(untilProbe)));
     } else if (fr.fail === 'open') {
       // Everything passes; the local bucket only meters what this instance's share would leave.
       const after = Math.max(0, level - cost);
       local.state = { level: after, ts: now };
       this.#owe(s, fr, cost);
-      decision = {
-        ...base,
-        allowed: true,
-        remaining: Math.floor(after),
-        resetMs: resetIn(after, shape),
-        retryAfterMs: 0,
-      };
+      decision = answer(true, Math.floor(after), resetIn(after, shape), 0);
     } else {
-      const t = acquire(local.state, now, { ...shape, want: cost, min: cost, ahead: 0 });
+      const t = acquire(local.state, now, {
+        rate: shape.rate,
+        periodMs: shape.periodMs,
+        burst: shape.burst,
+        want: cost,
+        min: cost,
+        ahead: 0,
+      });
       local.state = t.state;
       const left = t.result.levelBefore - t.result.granted;
-      const reset = { remaining: Math.max(0, Math.floor(left)), resetMs: resetIn(left, shape) };
+      const remaining = Math.max(0, Math.floor(left));
+      const resetMs = resetIn(left, shape);
       if (t.result.granted > 0) {
         this.#owe(s, fr, cost);
-        decision = { ...base, allowed: true, ...reset, retryAfterMs: 0 };
+        decision = answer(true, remaining, resetMs, 0);
       } else {
         // A cost above the local burst can only pass once the shared store is back.
-        const wait =
-          cost > shape.burst
-            ? untilProbe
-            : msUntilRoom(t.result.levelBefore, { ...shape, min: cost, ahead: 0 });
-        decision = { ...base, allowed: false, ...reset, retryAfterMs: Math.max(1, Math.ceil(wait)) };
+        const wait = cost > shape.burst ? untilProbe : msUntilRoom(t.result.levelBefore, shape, cost, 0);
+        decision = answer(false, remaining, resetMs, Math.max(1, Math.ceil(wait)));
       }
     }
     if (!decision.allowed) return { decision };
     const refund = () => {
       s.owed = Math.max(0, s.owed - cost);
       if (fr.fail === 'local')
-        local.state = release(local.state, this.#now(), { ...shape, tokens: cost }).state;
+        local.state = release(local.state, this.#now(), {
+          rate: shape.rate,
+          periodMs: shape.periodMs,
+          burst: shape.burst,
+          tokens: cost,
+        }).state;
       return { ...decision, remaining: Math.min(decision.limit, decision.remaining + cost) };
     };
     return { decision, refund };

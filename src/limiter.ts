@@ -3,7 +3,14 @@ import pLimit from 'p-limit';
 import { windowIndex } from './algorithms/fixedWindow.js';
 import type { BreakerOptions } from './breaker.js';
 import { ClosingStore } from './closing.js';
-import type { Check, Decision, PolicyDescription, Reservation, SlotHandle } from './decision.js';
+import {
+  type Check,
+  type Decision,
+  decisionWith,
+  type PolicyDescription,
+  type Reservation,
+  type SlotHandle,
+} from './decision.js';
 import { clockOption, MAX_TIMER_MS } from './duration.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
 import { ENGINES } from './engines/index.js';
@@ -593,7 +600,7 @@ export class Limiter {
     // store knows better.
     const exact = 'exact' in rule && rule.exact;
     const local = exact ? undefined : this.#table.find(rule, k)?.estimate?.();
-    if (local !== undefined) return { ...local, source: 'lease' };
+    if (local !== undefined) return decisionWith(local, { source: 'lease' as const });
     const read = readOf(rule)!;
     this.#stats.storeCalls++;
     const id = storageKey(rule.algorithm, rule.name, k);
@@ -601,7 +608,7 @@ export class Limiter {
       this.#stats.storeErrors++;
       throw err;
     });
-    return { ...estimated(rule, k, read.limit, e), source: 'store' };
+    return decisionWith(estimated(rule, k, read.limit, e), { source: 'store' as const });
   }
 
   /**

@@ -24,6 +24,7 @@ import {
   type WindowReleaseRequest,
   type WindowSyncRequest,
   type WindowSyncResult,
+  withAllowance,
 } from './window.js';
 
 /** `windowMs` value meaning calendar months in UTC. */
@@ -155,7 +156,7 @@ export function sync(
   const allowance = allowanceFrom(room, ask.limit, ask.limit / 2, ask);
   const leasing = allowance === 0 && ask.want > 0;
   const granted = leasing ? grantFrom(room, ask.want, ask.min) : 0;
-  const result = { ...answer(c, room, granted, leasing && granted === 0), allowance };
+  const result = withAllowance(answer(c, room, granted, leasing && granted === 0), allowance);
   // Nothing settled and nothing granted writes nothing; an allowance opening a first-hit window
   // writes it (counting nothing), or the next call would open another.
   if (count === undefined && granted === 0 && !(allowance > 0 && c.opens)) return { state, ttlMs: 0, result };

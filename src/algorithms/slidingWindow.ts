@@ -29,6 +29,7 @@ import {
   type WindowReleaseRequest,
   type WindowSyncRequest,
   type WindowSyncResult,
+  withAllowance,
 } from './window.js';
 
 /** Stored state: counts of the window `window` and of the one before it. */
@@ -191,7 +192,7 @@ export function sync(
   const allowance = allowanceFrom(m.room, ask.limit, ask.limit / 2, ask);
   const leasing = allowance === 0 && ask.want > 0;
   const granted = leasing ? grantFrom(reach(m, ask), ask.want, ask.min) : 0;
-  const result = { ...answer(s, now, m, granted, leasing && granted === 0, ask), allowance };
+  const result = withAllowance(answer(s, now, m, granted, leasing && granted === 0, ask), allowance);
   // Nothing settled and nothing granted writes nothing.
   if (s === rolled && granted === 0) return { state, ttlMs: 0, result };
   return counting(s, granted, m, req, result);
@@ -208,7 +209,8 @@ export function peek(
   return unchanged(state, {
     remaining: m.room,
     resetMs: resetIn(s.current, s.previous, now, m.end, req.windowMs),
-    retryMs: m.room >= 1 ? 0 : msUntilRoom(s, now, m.end, { ...req, min: 1 }),
+    retryMs:
+      m.room >= 1 ? 0 : msUntilRoom(s, now, m.end, { limit: req.limit, windowMs: req.windowMs, min: 1 }),
   });
 }
 

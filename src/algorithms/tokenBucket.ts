@@ -118,13 +118,10 @@ export function release(
 }
 
 /** Milliseconds until `min` tokens fit in the window of a bucket at `level`. */
-export function msUntilRoom(
-  level: number,
-  req: Pick<AcquireRequest, 'min' | 'ahead'> & TokenBucketShape,
-): number {
-  const missing = req.min - (level + req.ahead);
+export function msUntilRoom(level: number, shape: TokenBucketShape, min: number, ahead: number): number {
+  const missing = min - (level + ahead);
   if (missing <= 0) return 0;
-  return (missing * req.periodMs) / req.rate;
+  return (missing * shape.periodMs) / shape.rate;
 }
 
 /** What a request of cost 1 would see now, changing nothing (port: `lua/token_bucket_peek.lua`). */

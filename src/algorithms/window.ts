@@ -83,6 +83,14 @@ export interface WindowSyncResult extends WindowGrant {
 }
 
 /**
+ * A sync's result: `grant` (a fresh object, which this completes) with its allowance. Not a spread
+ * of the grant: see `decisionWith` in src/decision.ts.
+ */
+export function withAllowance(grant: WindowGrant, allowance: number): WindowSyncResult {
+  return Object.assign(grant, { allowance });
+}
+
+/**
  * The `min` of the lease `sync` asks for when it grants no allowance: as `acquire`'s, except that 0
  * (a plain report asks for no lease) means nothing short of the whole `want`.
  */

@@ -11,7 +11,7 @@
  */
 
 import { slotId } from '../algorithms/concurrency.js';
-import type { Decision, SlotHandle } from '../decision.js';
+import { type Decision, decisionWith, type SlotHandle } from '../decision.js';
 import { leaseSize } from '../demand.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { ConcurrencyRule } from '../policy.js';
@@ -114,7 +114,7 @@ class ConcurrencyKey implements KeyState {
       released = true;
       await this.#release(ids);
     };
-    return { ...this.ctx.answer(storeWaits, cost, undefined, this.#decision(true, 0)), release };
+    return decisionWith(this.ctx.answer(storeWaits, cost, undefined, this.#decision(true, 0)), { release });
   }
 
   #release(ids: readonly string[]): Promise<void> {
@@ -193,7 +193,7 @@ class ConcurrencyKey implements KeyState {
 
   #refused(storeWaits: number, cost: number, retryAfterMs: number): SlotHandle {
     const decision = this.ctx.answer(storeWaits, cost, undefined, this.#decision(false, retryAfterMs));
-    return { ...decision, release: async () => {} };
+    return decisionWith(decision, { release: async () => {} });
   }
 
   #decision(allowed: boolean, retryAfterMs: number): Decision {

@@ -6,7 +6,7 @@
  * than its bound is refused from memory.
  */
 import { drainMs } from '../algorithms/leakyBucket.js';
-import type { Check, Decision, Reservation } from '../decision.js';
+import { type Check, type Decision, decisionWith, type Reservation } from '../decision.js';
 import type { LeakyBucketRule } from '../policy.js';
 import { leakyBucketCancel, leakyBucketReserve } from '../stores/leakyBucketOps.js';
 import {
@@ -76,7 +76,7 @@ class LeakyBucketKey implements KeyState {
       await call;
     };
     // The delay counts from the store's decision; waiting it from the reply is late, never early.
-    return { ...answer(1, this.#decision(now, true, 0)), delayMs: result.delayMs, cancel };
+    return decisionWith(answer(1, this.#decision(now, true, 0)), { delayMs: result.delayMs, cancel });
   }
 
   returnUnused(): void {}
@@ -102,7 +102,7 @@ class LeakyBucketKey implements KeyState {
 }
 
 function refused(decision: Decision): Reservation {
-  return { ...decision, delayMs: 0, cancel: async () => {} };
+  return decisionWith(decision, { delayMs: 0, cancel: async () => {} });
 }
 
 export const leakyBucketEngine: Engine<LeakyBucketRule> = {

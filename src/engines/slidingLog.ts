@@ -48,12 +48,14 @@ class SlidingLogKey implements KeyState {
     if (sentAt < this.#deniedUntil && cost >= this.#deniedCost) {
       return { decision: answer(0, this.#decision(sentAt, false, this.#deniedUntil - sentAt)) };
     }
-    const base = { limit: rule.limit, windowMs: rule.windowMs, cost };
+    const { limit, windowMs } = rule;
     let giveBack: () => void;
     let result: { allowed: boolean; count: number; retryMs: number; resetMs: number };
     if (rule.quantumMs > 0) {
       const r = await storeCall(ctx, quantisedLogAcquire, this.storageKey, {
-        ...base,
+        limit,
+        windowMs,
+        cost,
         quantumMs: rule.quantumMs,
       });
       const release = { windowMs: rule.windowMs, quantumMs: rule.quantumMs, bucket: r.bucket, cost };
@@ -61,7 +63,7 @@ class SlidingLogKey implements KeyState {
       result = r;
     } else {
       const id = ctx.nextId();
-      result = await storeCall(ctx, slidingLogAcquire, this.storageKey, { ...base, id });
+      result = await storeCall(ctx, slidingLogAcquire, this.storageKey, { limit, windowMs, cost, id });
       giveBack = () =>
         backgroundCall(ctx, slidingLogRelease, this.storageKey, { windowMs: rule.windowMs, cost, id });
     }

@@ -39,12 +39,17 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
     this.#levelAt = now;
   }
 
+  // The requests below are literals, not spreads of the shape (see `decisionWith` in src/decision.ts).
   sync(p: SyncParams): StoreRequest<AcquireResult | SyncResult> {
+    const { rate, periodMs, burst } = this.#shape;
     // An exact decision is a plain acquisition: nothing to settle, nothing granted ahead.
-    if (p.exact)
-      return { op: tokenBucketAcquire, req: { ...this.#shape, want: p.want, min: p.min, ahead: 0 } };
+    if (p.exact) {
+      return { op: tokenBucketAcquire, req: { rate, periodMs, burst, want: p.want, min: p.min, ahead: 0 } };
+    }
     const req = {
-      ...this.#shape,
+      rate,
+      periodMs,
+      burst,
       used: p.used,
       returned: p.returned,
       want: p.want,
@@ -67,12 +72,13 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
       opensPerMs: this.rule.ratePerMs,
       window: 0,
       endsAt: Number.POSITIVE_INFINITY,
-      retryAt: now + msUntilRoom(result.levelBefore, { ...this.#shape, min: p.min, ahead }),
+      retryAt: now + msUntilRoom(result.levelBefore, this.#shape, p.min, ahead),
     };
   }
 
   release(_window: number, tokens: number): StoreRequest<null> {
-    return { op: tokenBucketRelease, req: { ...this.#shape, tokens } };
+    const { rate, periodMs, burst } = this.#shape;
+    return { op: tokenBucketRelease, req: { rate, periodMs, burst, tokens } };
   }
 
   cap(): number {

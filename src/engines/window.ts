@@ -93,23 +93,28 @@ class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
     // Not in the window's last horizon: what opens then is usable only by whoever happens to ask
     // in time, and is lost when the window ends.
     const ahead = p.reachAhead && this.#windowEndsAt - p.sentAt > rule.horizonMs;
-    const acquire = {
-      limit: rule.limit,
-      windowMs: rule.windowMs,
+    const { limit, windowMs, firstHit } = rule;
+    if (p.exact) {
+      return {
+        op: this.#algorithm.acquire,
+        req: { limit, windowMs, want: p.want, min: p.min, ahead, firstHit },
+      };
+    }
+    // One literal, not spreads of the acquisition and the report (see `decisionWith` in src/decision.ts).
+    const req = {
+      limit,
+      windowMs,
       want: p.want,
       min: p.min,
       ahead,
-      firstHit: rule.firstHit,
-    };
-    if (p.exact) return { op: this.#algorithm.acquire, req: acquire };
-    const report = {
+      firstHit,
       used: p.used,
       returned: p.returned,
       window: p.window,
-      allowance: p.allowance ? rule.limit : 0,
+      allowance: p.allowance ? limit : 0,
       fleet: p.fleet,
     };
-    return { op: this.#algorithm.sync, req: { ...acquire, ...report } };
+    return { op: this.#algorithm.sync, req };
   }
 
   learn(result: WindowGrant | WindowSyncResult, p: SyncParams): Grant {

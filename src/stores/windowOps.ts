@@ -1,13 +1,14 @@
 import type { Estimate } from '../algorithms/estimate.js';
 import * as fixed from '../algorithms/fixedWindow.js';
 import * as sliding from '../algorithms/slidingWindow.js';
-import type {
-  WindowAcquireRequest,
-  WindowGrant,
-  WindowPeekRequest,
-  WindowReleaseRequest,
-  WindowSyncRequest,
-  WindowSyncResult,
+import {
+  type WindowAcquireRequest,
+  type WindowGrant,
+  type WindowPeekRequest,
+  type WindowReleaseRequest,
+  type WindowSyncRequest,
+  type WindowSyncResult,
+  withAllowance,
 } from '../algorithms/window.js';
 import { parseEstimate, replyArray, replyNumber } from './reply.js';
 import type { Operation } from './store.js';
@@ -32,7 +33,7 @@ function parseGrant(script: string) {
 function parseSync(script: string) {
   return (reply: unknown): WindowSyncResult => {
     const r = replyArray(reply, 8, script);
-    return { ...grantOf(r, script), allowance: replyNumber(r[7], 'allowance', script) };
+    return withAllowance(grantOf(r, script), replyNumber(r[7], 'allowance', script));
   };
 }
 

@@ -50,7 +50,7 @@ describe('token bucket allocator', () => {
   });
 
   it('says when `min` tokens fit again', () => {
-    expect(msUntilRoom(-3, { ...req(1, 2, 0) })).toBe(500);
-    expect(msUntilRoom(5, { ...req(1, 2, 0) })).toBe(0);
+    expect(msUntilRoom(-3, shape, 2, 0)).toBe(500);
+    expect(msUntilRoom(5, shape, 2, 0)).toBe(0);
   });
 });
