@@ -65,8 +65,13 @@ export class KeyTable {
    */
   readonly #unrefreshed: KeyState[] = [];
   readonly #unrefreshedAt: number[] = [];
-  /** The states the last multi-rule consume looked up, and `#touches` then. */
-  #multi: { states: KeyState[]; touches: number } | undefined;
+  /**
+   * The states the last multi-rule consume looked up (the first `#multiCount`; 0: none), and
+   * `#touches` then. Kept in place: remembering allocates nothing.
+   */
+  readonly #multi: KeyState[] = [];
+  #multiCount = 0;
+  #multiTouches = 0;
   /** States disposed so far: a multi-rule consume whose own lookups evicted one is not remembered. */
   #disposals = 0;
   /** Storage keys being forgotten: their disposal hands nothing back. */
@@ -83,7 +88,7 @@ export class KeyTable {
           this.#lastRule = undefined;
           this.#lastState = undefined;
         }
-        this.#multi = undefined;
+        this.#multiCount = 0;
         this.#disposals++;
         state.lruTouch = Number.NaN; // supersedes its refreshes not yet made
         const keys = this.#byKey.get(state.rule);
@@ -202,28 +207,30 @@ export class KeyTable {
   }
 
   /**
-   * The states of a multi-rule consume's checks when they are those of the last one and no lookup
-   * came in between. Its lookups then need not be repeated: they would touch the same entries in
-   * the same order, already the most recent in that order, so they would change nothing.
+   * Whether the states of a multi-rule consume's `n` checks are those of the last one with no
+   * lookup in between; if so they are copied into `states`. Its lookups then need not be repeated:
+   * they would touch the same entries in the same order, already the most recent in that order, so
+   * they would change nothing.
    */
-  remembered(rules: readonly Rule[], keys: readonly string[]): KeyState[] | undefined {
+  remembered(rules: readonly Rule[], keys: readonly string[], n: number, states: KeyState[]): boolean {
     const memo = this.#multi;
-    if (memo === undefined || memo.touches !== this.#touches || memo.states.length !== rules.length) {
-      return undefined;
+    if (this.#multiCount !== n || this.#multiTouches !== this.#touches) return false;
+    for (let i = 0; i < n; i++) {
+      if (memo[i]!.rule !== rules[i] || memo[i]!.key !== keys[i]) return false;
     }
-    for (let i = 0; i < rules.length; i++) {
-      if (memo.states[i]!.rule !== rules[i] || memo.states[i]!.key !== keys[i]) return undefined;
-    }
-    const last = memo.states[rules.length - 1]!;
+    for (let i = 0; i < n; i++) states[i] = memo[i]!;
+    const last = memo[n - 1]!;
     this.#lastRule = last.rule;
     this.#lastKey = last.key;
     this.#lastState = last;
-    return memo.states;
+    return true;
   }
 
-  /** Remembers the states a multi-rule consume just looked up, in order (`remembered`). */
-  remember(states: KeyState[]): void {
-    this.#multi = { states, touches: this.#touches };
+  /** Remembers the `n` states a multi-rule consume just looked up, in order (`remembered`). */
+  remember(states: readonly KeyState[], n: number): void {
+    for (let i = 0; i < n; i++) this.#multi[i] = states[i]!;
+    this.#multiCount = n;
+    this.#multiTouches = this.#touches;
   }
 
   /** Makes the recency refreshes due (`#unrefreshed`), in order: the LRU's order is about to be read. */

@@ -200,6 +200,23 @@ function decisionOf(consumed: Consumed): Decision {
   return consumed.decision;
 }
 
+/**
+ * A multi-rule consume's working arrays, indexed by check: validated rules, keys and costs, the
+ * states looked up, the windows their tokens came from. Only the first `checks.length` entries of a
+ * consume are its own.
+ */
+interface Scratch {
+  readonly rules: Rule[];
+  readonly keys: string[];
+  readonly costs: number[];
+  readonly states: KeyState[];
+  readonly windows: number[];
+}
+
+function newScratch(): Scratch {
+  return { rules: [], keys: [], costs: [], states: [], windows: [] };
+}
+
 /** lru-cache allocates its index for `max` entries up front: 1e8 took 3.2 GB, 1e9 killed Node. */
 const MAX_KEYS = 10_000_000;
 
@@ -328,9 +345,11 @@ export class Limiter {
   readonly #table: KeyTable;
   /**
    * While a multi-rule consume decides its rules: the time they are all decided at (one clock read
-   * for all of them, not one per rule).
+   * for all of them, not one per rule); NaN otherwise (a number field: setting it allocates nothing).
    */
-  #instant: number | undefined;
+  #instant = Number.NaN;
+  /** The working arrays of multi-rule consumes; undefined while one is deciding. */
+  #scratch: Scratch | undefined = newScratch();
   readonly #pending = new Set<Promise<unknown>>();
   /** `describe`'s answers by rule, with the window each holds for. */
   readonly #described = new Map<Rule, { window: number; description: PolicyDescription }>();
@@ -421,7 +440,7 @@ export class Limiter {
     this.#shared = {
       store: closing,
       gate,
-      now: () => this.#instant ?? this.#now(),
+      now: () => (Number.isNaN(this.#instant) ? this.#now() : this.#instant),
       stats: this.#stats,
       nextId: () => `${instanceId}.${(ids++).toString(36)}`,
       track: (promise) => this.#track(promise),
@@ -477,10 +496,20 @@ export class Limiter {
   #consumeAll(checks: readonly Check[]): Promise<Decision> {
     const n = checks.length;
     if (n === 0) throw new ArgumentError('checks', 'expected at least one check');
+    // Into the limiter's own arrays unless another multi-rule consume is deciding (an observer
+    // called back): a lease hit on several rules allocates nothing but its answer.
+    const scratch = this.#scratch ?? newScratch();
+    this.#scratch = undefined;
+    try {
+      return this.#decideAll(checks, n, scratch);
+    } finally {
+      this.#scratch = scratch;
+    }
+  }
+
+  #decideAll(checks: readonly Check[], n: number, scratch: Scratch): Promise<Decision> {
+    const { rules, keys, costs, states, windows } = scratch;
     // Every check is validated before any takes a token.
-    const rules: Rule[] = new Array(n);
-    const keys: string[] = new Array(n);
-    const costs: number[] = new Array(n);
     for (let i = 0; i < n; i++) {
       const c = checks[i];
       if (typeof c !== 'object' || c === null)
@@ -497,25 +526,23 @@ export class Limiter {
       keys[i] = this.#key(c.key, field.key);
       costs[i] = checkCost(c.cost ?? 1, field.cost, rule);
     }
+    const table = this.#table;
     if (n === 1) {
       // One check (an HTTP adapter's single rule, with its route for observers): nothing to refund.
       this.#stats.decisions++;
-      const state = this.#table.state(rules[0]!, keys[0]!);
+      const state = table.state(rules[0]!, keys[0]!);
       const decision = state.decideLocal?.(costs[0]!, checks[0]);
       if (decision !== undefined) return Promise.resolve(alone(decision));
       return this.#checkStore(state, rules[0]!, keys[0]!, costs[0]!, checks[0]).then(aloneOf);
     }
-    const table = this.#table;
-    const remembered = table.remembered(rules, keys);
+    const remembered = table.remembered(rules, keys, n, states);
     const disposals = table.disposals;
     const touches = table.touches;
-    const states: KeyState[] = remembered ?? new Array(n);
     // Each rule's decision, or its store call; for a local decision, what its tokens came from.
     const outcomes: (Decision | Promise<Consumed>)[] = new Array(n);
-    const windows: number[] = new Array(n);
     let waits = false;
     const outer = this.#instant;
-    this.#instant ??= this.#now();
+    if (Number.isNaN(outer)) this.#instant = this.#now();
     try {
       for (let i = 0; i < n; i++) {
         this.#stats.decisions++;
@@ -537,7 +564,7 @@ export class Limiter {
     } finally {
       this.#instant = outer;
     }
-    if (!remembered && disposals === table.disposals) table.remember(states);
+    if (!remembered && disposals === table.disposals) table.remember(states, n);
     // All answered from local state: no promise to wait for, and the array is the checks.
     if (!waits) {
       const checked = outcomes as Decision[];
@@ -550,10 +577,12 @@ export class Limiter {
       }
       return Promise.resolve(withChecks(refused, checked));
     }
-    // The states as they decided: a later consume may write into the remembered array.
-    const admitted = states.slice();
+    // What the refunds need, as the rules decided: the scratch arrays serve the next consume.
+    const admitted = states.slice(0, n);
+    const taken = costs.slice(0, n);
+    const from = windows.slice(0, n);
     const refundLocal = (i: number, decision: Decision) =>
-      admitted[i]!.refundLocal!(costs[i]!, decision, windows[i]!);
+      admitted[i]!.refundLocal!(taken[i]!, decision, from[i]!);
     return Promise.allSettled(outcomes).then((settled) => {
       const checked: Decision[] = new Array(n);
       const refunds: ((() => Decision) | undefined)[] = new Array(n);
@@ -842,9 +871,17 @@ export class Limiter {
       const stats = this.#stats;
       const telemetry = this.#telemetry;
       const counts = telemetry.totals.of(rule.name);
+      const observed = telemetry.observesDecisions;
       const answer: EngineContext['answer'] = (storeWaits, cost, check, decision) => {
-        if (storeWaits === 0) stats.localDecisions++;
-        decision.source = storeWaits === 0 ? 'lease' : 'store';
+        const local = storeWaits === 0;
+        if (local) stats.localDecisions++;
+        decision.source = local ? 'lease' : 'store';
+        // An admission nobody observes only counts (what `decided` would do, without its lookups):
+        // every lease hit comes here.
+        if (decision.allowed && !observed) {
+          counts.allowed(local);
+          return decision;
+        }
         const outcome = decision.allowed ? 'allowed' : check?.shadow ? 'shadow-denied' : 'denied';
         telemetry.decided(counts, decision, cost, check?.route, decision.source, outcome);
         return decision;

@@ -3,6 +3,7 @@ import {
   ArgumentError,
   ClosedError,
   ConfigError,
+  type Decision,
   Limiter,
   MemoryStore,
   type PolicyConfig,
@@ -137,6 +138,60 @@ describe('Limiter', () => {
     expect(await held('a', 'k'), 'a/k still held').toBe('lease');
     expect(await held('b', 'k'), 'b/k still held').toBe('lease');
     expect(await held('a', 'j'), 'a/j evicted').toBe('store');
+  });
+
+  it('a multi-rule consume made by an observer during another decides its own checks, and the outer its own', async () => {
+    const c = clock();
+    let nested: Promise<Decision> | undefined;
+    let armed = false;
+    const l = limiter({
+      policies: { a: bucket(100), b: bucket(50) },
+      now: c.now,
+      observers: [
+        {
+          decision: (e) => {
+            if (armed && e.key === 'outer' && e.policy === 'a') {
+              nested ??= l.consume([
+                { policy: 'b', key: 'inner' },
+                { policy: 'a', key: 'inner' },
+              ]);
+            }
+          },
+        },
+      ],
+    });
+    // Leases held for both keys first, so that both consumes decide locally: the observer then
+    // hears the outer's first decision while the outer is still deciding its second.
+    const both = (key: string) => [
+      { policy: 'a', key },
+      { policy: 'b', key },
+    ];
+    for (const key of ['outer', 'inner']) {
+      while ((await l.consume(both(key))).checks?.some((d) => d.source !== 'lease'));
+    }
+    const left = async (policy: string, key: string) => (await l.peek(policy, key)).remaining;
+    const before = {
+      a: await left('a', 'outer'),
+      b: await left('b', 'outer'),
+      ai: await left('a', 'inner'),
+      bi: await left('b', 'inner'),
+    };
+    armed = true;
+    const outer = await l.consume([
+      { policy: 'a', key: 'outer' },
+      { policy: 'b', key: 'outer' },
+    ]);
+    const inner = await nested;
+    const seen = (d: Decision | undefined) =>
+      d?.checks?.map(({ policy, key, remaining, source }) => ({ policy, key, remaining, source }));
+    expect(seen(outer), 'the outer consume decided a then b for "outer", from its leases').toEqual([
+      { policy: 'a', key: 'outer', remaining: before.a - 1, source: 'lease' },
+      { policy: 'b', key: 'outer', remaining: before.b - 1, source: 'lease' },
+    ]);
+    expect(seen(inner), 'the nested one decided b then a for "inner"').toEqual([
+      { policy: 'b', key: 'inner', remaining: before.bi - 1, source: 'lease' },
+      { policy: 'a', key: 'inner', remaining: before.ai - 1, source: 'lease' },
+    ]);
   });
 
   it('exact mode goes to the store for every admitted request', async () => {

@@ -581,6 +581,8 @@ export class LeasedKey<Res> implements KeyState, Demand {
       remaining,
       resetMs: s.resetMs(now, remaining),
       retryAfterMs: allowed ? 0 : retryAfter(retryAfterMs),
+      // Set by `ctx.answer`; a field of the literal so that setting it keeps the object's shape.
+      source: undefined,
     };
   }
 }

@@ -127,6 +127,11 @@ export class Telemetry {
     }
   }
 
+  /** Whether an observer receives decision events (fixed at construction). */
+  get observesDecisions(): boolean {
+    return this.#onDecision.length > 0;
+  }
+
   /**
    * Reports one rule's decision, counted into `counts` (`totals.of(decision.policy)`, which the
    * caller may keep). `outcome` defaults to what the decision says.

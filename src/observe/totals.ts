@@ -20,6 +20,8 @@ export const BREAKER_STATES: readonly BreakerState[] = ['closed', 'open', 'half-
 const OUTCOME_INDEX = Object.fromEntries(OUTCOMES.map((o, i) => [o, i])) as Record<Outcome, number>;
 const SOURCE_INDEX = Object.fromEntries(SOURCES.map((s, i) => [s, i])) as Record<Source, number>;
 const REASON_INDEX = Object.fromEntries(REASONS.map((r, i) => [r, i])) as Record<DenyReason, number>;
+const ALLOWED_LEASE = OUTCOME_INDEX.allowed * SOURCES.length + SOURCE_INDEX.lease;
+const ALLOWED_STORE = OUTCOME_INDEX.allowed * SOURCES.length + SOURCE_INDEX.store;
 
 /** One policy's counts, cumulative: decisions by (outcome, source), denials by reason. */
 export class PolicyCounts {
@@ -29,6 +31,11 @@ export class PolicyCounts {
   count(outcome: Outcome, source: Source, reason: DenyReason | undefined): void {
     this.decisions[OUTCOME_INDEX[outcome] * SOURCES.length + SOURCE_INDEX[source]]!++;
     if (outcome === 'denied' && reason !== undefined) this.denials[REASON_INDEX[reason]]!++;
+  }
+
+  /** `count('allowed', local ? 'lease' : 'store', undefined)`, without its lookups. */
+  allowed(local: boolean): void {
+    this.decisions[local ? ALLOWED_LEASE : ALLOWED_STORE]!++;
   }
 }
 
