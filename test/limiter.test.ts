@@ -292,6 +292,26 @@ describe('describe()', () => {
 });
 
 describe('the local table (maxKeys)', () => {
+  it('a multi-rule consume of a key whose states were evicted since its last one opens fresh states', async () => {
+    const l = limiter({
+      store: new MemoryStore(),
+      policies: { a: bucket(1e6, 1e9), b: bucket(1e6, 1e9) },
+      maxKeys: 4,
+    });
+    const both = [
+      { policy: 'a', key: 'k' },
+      { policy: 'b', key: 'k' },
+    ];
+    await l.consume(both);
+    for (const key of ['w', 'x', 'y', 'z']) await l.consume('a', key); // evicts both states of k
+    expect((await l.peek('a', 'k')).source, 'k is no longer held').toBe('store');
+    await l.consume(both);
+    for (const policy of ['a', 'b']) {
+      expect((await l.peek(policy, 'k')).source, `k's ${policy} state is tracked again`).toBe('lease');
+    }
+    expect(l.stats().keys).toBe(4);
+  });
+
   it('never evicts a key used within the last three quarters of maxKeys lookups, and stays bounded', async () => {
     const l = limiter({ store: new MemoryStore(), policies: { p: bucket(1e6, 1e9) }, maxKeys: 40 });
     // A hot key every 25 lookups (under 3/4 of 40) among a stream of fresh keys that fills the
