@@ -45,6 +45,13 @@ const EPSILON = 1e-9;
  */
 const REPORT_EVERY_LEASES = 10;
 /**
+ * Unreported usage below this share of the limit waits `SMALL_REPORT_FACTOR` times longer: on a long
+ * tail a report is a store call for a few tokens of a key far from its limit, and the store's view
+ * of the key lagging by less than this buys nobody anything (the bound holds either way).
+ */
+const NOTICEABLE_SHARE = 1 / 64;
+const SMALL_REPORT_FACTOR = 6;
+/**
  * How long a sync is taken to be in flight, batching wait included, with room to spare: an
  * allowance is renewed once it covers no more than the demand expected meanwhile (or a quarter of
  * it is left).
@@ -515,7 +522,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
     this.#expire(now);
     // Usage is reported now and then even if the allowance lasts (keeping it), so the store's view
     // catches up.
-    if (this.unreported > 0 && now - this.#lastSync >= REPORT_EVERY_LEASES * this.rule.leaseTtlMs) {
+    if (this.unreported > 0 && now - this.#lastSync >= this.#reportEveryMs()) {
       this.#acquire(0, BACKGROUND).catch(() => {});
       return false;
     }
@@ -529,6 +536,12 @@ export class LeasedKey<Res> implements KeyState, Demand {
       now >= this.#deniedUntil &&
       demandPerMs(this, now) * 1000 < 0.01
     );
+  }
+
+  /** How long usage under an allowance may go unreported when nothing else reports it. */
+  #reportEveryMs(): number {
+    const every = REPORT_EVERY_LEASES * this.rule.leaseTtlMs;
+    return this.unreported >= this.s.limit * NOTICEABLE_SHARE ? every : every * SMALL_REPORT_FACTOR;
   }
 
   async refund(cost: number): Promise<void> {
