@@ -8,11 +8,19 @@
  *
  * Every slot this instance holds (in use or free) is renewed on the sweep before half its
  * `slotTtl` has passed; slots of an instance that died simply expire.
+ *
+ * Shared with the lease core (`LeaseHolder`): single-flight acquisition, slow start, grants counted
+ * (and handed back when they land on an evicted state) and the decisions' shape. Its own: slots
+ * carry ids and are renewed while held, and a released slot goes back to the local pool (up to a
+ * share of what is free across the cluster), since slots are held and given back, not spent. So a
+ * pool expires a lease time after it was last used, not after it was granted, and there is no
+ * demand estimate (a slot is held for as long as its holder needs it) and no refill ahead.
+ * Nor is a refusal remembered, as the lease core remembers one: a slot frees whenever a holder
+ * anywhere releases it, so a refusal tells no time before which the next acquire must fail.
  */
 
 import { slotId } from '../algorithms/concurrency.js';
-import { type Decision, decisionWith, type SlotHandle } from '../decision.js';
-import { leaseSize } from '../demand.js';
+import { decisionWith, type SlotHandle } from '../decision.js';
 import type { ReturnReason } from '../observe/events.js';
 import type { ConcurrencyRule } from '../policy.js';
 import { concurrencyAcquire, concurrencyRelease, concurrencyRenew } from '../stores/concurrencyOps.js';
@@ -21,13 +29,11 @@ import {
   type Engine,
   type EngineContext,
   handBack,
-  type KeyState,
-  leaseGranted,
   MAX_ATTEMPTS,
-  retryAfter,
   seconds,
   storeCall,
 } from './engine.js';
+import { LeaseHolder } from './leaseHolder.js';
 
 interface Grant {
   readonly granted: number;
@@ -35,7 +41,7 @@ interface Grant {
   readonly sentAt: number;
 }
 
-class ConcurrencyKey implements KeyState {
+class ConcurrencyKey extends LeaseHolder<ConcurrencyRule, Grant> {
   /** Leased slots not in use. */
   #free: string[] = [];
   readonly #inUse = new Set<string>();
@@ -43,18 +49,12 @@ class ConcurrencyKey implements KeyState {
   #renewAt = Number.POSITIVE_INFINITY;
   /** Local time the free pool was last drawn from or added to. */
   #freeSince = 0;
-  #lastGrant = 0;
   /** Slots free across the cluster after the last store reply. */
   #knownFree: number;
-  #inflight: Promise<Grant> | undefined;
   #renewing = false;
 
-  constructor(
-    private readonly ctx: EngineContext,
-    readonly rule: ConcurrencyRule,
-    readonly key: string,
-    readonly storageKey: string,
-  ) {
+  constructor(ctx: EngineContext, rule: ConcurrencyRule, key: string, storageKey: string) {
+    super(ctx, rule, key, storageKey);
     this.#knownFree = rule.limit;
   }
 
@@ -71,33 +71,28 @@ class ConcurrencyKey implements KeyState {
     }
   }
 
-  /** Single-flight: concurrent misses share one store call. */
+  /** A block of at least `min` free slots, single-flight (`LeaseHolder.acquireOnce`). */
   #acquire(min: number): Promise<Grant> {
-    if (this.#inflight) return this.#inflight;
+    return this.acquireOnce(() => this.#ask(min));
+  }
+
+  #ask(min: number): Promise<Grant> {
     const { ctx, rule } = this;
-    const want = rule.exact ? min : Math.max(min, leaseSize(this.#lastGrant, this.#cap()));
+    const want = rule.exact ? min : Math.max(min, this.nextLease(this.#cap()));
     const owner = ctx.nextId();
     const request = { limit: rule.limit, want, min, ttlMs: rule.slotTtlMs, owner, first: 0 };
     const sentAt = ctx.now();
-    const call = storeCall(ctx, concurrencyAcquire, this.storageKey, request)
-      .then((result) => {
-        this.#knownFree = rule.limit - result.held;
-        if (result.granted > 0) {
-          leaseGranted(ctx, rule.name, this.key, result.granted);
-          this.#lastGrant = result.granted;
-          for (let i = 0; i < result.granted; i++) this.#free.push(slotId(owner, i));
-          this.#freeSince = ctx.now();
-          this.#renewAt = Math.min(this.#renewAt, sentAt + rule.slotTtlMs / 2);
-          this.ctx.pin(this);
-        }
-        return { granted: result.granted, retryMs: result.retryMs, sentAt };
-      })
-      .finally(() => {
-        this.#inflight = undefined;
-      });
-    this.#inflight = call;
-    ctx.track(call);
-    return call;
+    return storeCall(ctx, concurrencyAcquire, this.storageKey, request).then((result) => {
+      this.#knownFree = rule.limit - result.held;
+      if (result.granted > 0) {
+        this.granted(result.granted);
+        for (let i = 0; i < result.granted; i++) this.#free.push(slotId(owner, i));
+        this.#freeSince = ctx.now();
+        this.#renewAt = Math.min(this.#renewAt, sentAt + rule.slotTtlMs / 2);
+        ctx.pin(this);
+      }
+      return { granted: result.granted, retryMs: result.retryMs, sentAt };
+    });
   }
 
   /** Largest local pool: a fraction of the slots free across the cluster. */
@@ -106,15 +101,17 @@ class ConcurrencyKey implements KeyState {
   }
 
   #hold(storeWaits: number, cost: number, ids: string[]): SlotHandle {
+    const { ctx } = this;
     for (const id of ids) this.#inUse.add(id);
-    this.#freeSince = this.ctx.now();
+    const now = ctx.now();
+    this.#freeSince = now;
     let released = false;
     const release = async () => {
       if (released) return;
       released = true;
       await this.#release(ids);
     };
-    return decisionWith(this.ctx.answer(storeWaits, cost, undefined, this.#decision(true, 0)), { release });
+    return decisionWith(ctx.answer(storeWaits, cost, undefined, this.decision(now, true, 0)), { release });
   }
 
   #release(ids: readonly string[]): Promise<void> {
@@ -145,7 +142,7 @@ class ConcurrencyKey implements KeyState {
     }
   }
 
-  returnUnused(reason: ReturnReason): void {
+  override returnUnused(reason: ReturnReason): void {
     const ids = this.#free;
     this.#free = [];
     this.#settle();
@@ -154,16 +151,12 @@ class ConcurrencyKey implements KeyState {
     handBack(this.ctx, concurrencyRelease, this.storageKey, { ids }, returned);
   }
 
-  sweep(now: number): boolean {
-    // An evicted state only finishes what is in use: nobody will draw on its free slots.
-    if (this.#free.length > 0 && !this.#inflight && this.ctx.peek(this.storageKey) !== this) {
-      this.returnUnused('orphaned');
-    }
-    if (this.#free.length > 0 && now >= this.#freeSince + this.rule.leaseTtlMs && !this.#inflight) {
+  override sweep(now: number): boolean {
+    if (this.#free.length > 0 && now >= this.#freeSince + this.rule.leaseTtlMs && !this.inflight) {
       this.returnUnused('expired');
     }
     if (now >= this.#renewAt) this.#renew(now);
-    return this.#free.length === 0 && this.#inUse.size === 0 && !this.#inflight;
+    return this.#free.length === 0 && this.#inUse.size === 0 && !this.inflight;
   }
 
   #renew(now: number): void {
@@ -192,22 +185,22 @@ class ConcurrencyKey implements KeyState {
   }
 
   #refused(storeWaits: number, cost: number, retryAfterMs: number): SlotHandle {
-    const decision = this.ctx.answer(storeWaits, cost, undefined, this.#decision(false, retryAfterMs));
+    const { ctx } = this;
+    const decision = ctx.answer(storeWaits, cost, undefined, this.decision(ctx.now(), false, retryAfterMs));
     return decisionWith(decision, { release: async () => {} });
   }
 
-  #decision(allowed: boolean, retryAfterMs: number): Decision {
-    const { rule } = this;
-    return {
-      allowed,
-      policy: rule.name,
-      key: this.key,
-      limit: rule.limit,
-      remaining: Math.max(0, Math.min(rule.limit, this.#knownFree + this.#free.length)),
-      // Slots free up when their holders release them: there is no schedule to report.
-      resetMs: 0,
-      retryAfterMs: allowed ? 0 : retryAfter(retryAfterMs),
-    };
+  protected override get limit(): number {
+    return this.rule.limit;
+  }
+
+  protected override remainingAt(): number {
+    return this.#knownFree + this.#free.length;
+  }
+
+  /** Slots free up when their holders release them: there is no schedule to report. */
+  protected override resetMs(): number {
+    return 0;
   }
 }
 

@@ -171,13 +171,6 @@ export function storeCall<S, Req, Res>(
   });
 }
 
-/** Counts a lease granted and tells observers. */
-export function leaseGranted(ctx: EngineContext, policy: string, key: string, tokens: number): void {
-  ctx.stats.leasesGranted++;
-  ctx.stats.tokensLeased += tokens;
-  ctx.telemetry.leaseGranted(policy, key, tokens);
-}
-
 /**
  * Hands leased tokens back in the background: counted, reported to observers, and reported as
  * stranded when the store call fails (the shared state is then short of them until it recovers).
@@ -222,21 +215,6 @@ export function backgroundCall<S, Req, Res>(
   req: Req,
 ): void {
   ctx.track(storeCall(ctx, op, storageKey, req, BACKGROUND).catch(() => {}));
-}
-
-/**
- * For a key state evicted while its store call was in flight: the requests that waited for the
- * call take their share first, then whatever is left is handed back.
- */
-export function handBackWhenServed(ctx: EngineContext, state: KeyState): void {
-  ctx.track(
-    new Promise<void>((resolve) =>
-      setImmediate(() => {
-        state.returnUnused('orphaned');
-        resolve();
-      }),
-    ),
-  );
 }
 
 /** `retryAfterMs` as decisions carry it: whole milliseconds, or Infinity when it never passes. */

@@ -1,10 +1,11 @@
 /**
- * What the lease core (`leasedKey.ts`) asks of a leased algorithm. The core owns the state machine
- * every leased algorithm shares: single-flight store calls, demand and slow-start sizing, refill
- * ahead, write-behind allowances and their reports, expiry and hand-back, refunds, the denial
- * memory and `Decision` assembly. A strategy only knows its algorithm: how a request to the store
- * is shaped, what a reply means as spendable tokens, and how remaining and reset are estimated
- * between replies. One strategy object per key: it holds what the store last said about the key.
+ * What the lease core (`leasedKey.ts`, on `leaseHolder.ts`) asks of a leased algorithm. The core
+ * owns the state machine every leased algorithm shares: single-flight store calls, demand and
+ * slow-start sizing, refill ahead, write-behind allowances and their reports, expiry and
+ * hand-back, refunds, the denial memory and `Decision` assembly. A strategy only knows its
+ * algorithm: how a request to the store is shaped, what a reply means as spendable tokens, and how
+ * remaining and reset are estimated between replies. One strategy object per key: it holds what
+ * the store last said about the key.
  */
 import type { Operation } from '../stores/store.js';
 

@@ -1,6 +1,7 @@
 /**
  * The lease core: the local state of one (policy, key) of a leased algorithm, the same state machine
- * for every algorithm, which plugs in as a `LeaseStrategy`.
+ * for every algorithm, which plugs in as a `LeaseStrategy`. Single-flight, slow start, grant
+ * accounting and the decisions' shape are its base's (`LeaseHolder`), shared with concurrency slots.
  *
  * Three regimes, chosen by the store at every sync (docs/architecture.md "How leasing works"):
  * - far from the limit, an **allowance**: the instance admits on its own and reports its usage
@@ -11,7 +12,7 @@
  * - at the limit, or with `lease: 'exact'`, every decision is one store call.
  */
 import type { Check, Decision } from '../decision.js';
-import { type Demand, demandPerMs, leaseSize, noteDemand } from '../demand.js';
+import { type Demand, demandPerMs, noteDemand } from '../demand.js';
 import { StoreUnavailableError } from '../errors.js';
 import * as lease from '../lease.js';
 import type { ReturnReason } from '../observe/events.js';
@@ -23,13 +24,10 @@ import {
   type Consumed,
   type EngineContext,
   handBack,
-  handBackWhenServed,
-  type KeyState,
-  leaseGranted,
   MAX_ATTEMPTS,
-  retryAfter,
   storeCall,
 } from './engine.js';
+import { LeaseHolder } from './leaseHolder.js';
 import type { Grant, LeaseStrategy, SyncParams } from './leaseStrategy.js';
 
 /** The rules of leased algorithms: the core reads their name, `exact` and `leaseTtlMs`. */
@@ -68,13 +66,11 @@ interface Slice {
   expiresAt: number;
 }
 
-export class LeasedKey<Res> implements KeyState, Demand {
+export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Demand {
   slice: Slice | undefined;
-  lruTouch = 0;
   /** This instance's demand for the key (`src/demand.ts`), kept on the state itself: one object per key. */
   demandSum = 0;
   demandAt: number;
-  #lastGrant = 0;
   /** The store refused `#deniedCost` tokens: this instance looks again at this local time. */
   #deniedUntil = 0;
   /**
@@ -83,7 +79,6 @@ export class LeasedKey<Res> implements KeyState, Demand {
    */
   #retryAt = 0;
   #deniedCost = 0;
-  #inflight: Promise<void> | undefined;
   /** Tokens this instance may still admit on its own, granted at the last sync (replaced at every sync). */
   allowance = 0;
   #lastAllowance = 0;
@@ -105,12 +100,13 @@ export class LeasedKey<Res> implements KeyState, Demand {
   #handingBack = 0;
 
   constructor(
-    private readonly ctx: EngineContext,
-    readonly rule: LeasedRule,
-    readonly key: string,
-    readonly storageKey: string,
+    ctx: EngineContext,
+    rule: LeasedRule,
+    key: string,
+    storageKey: string,
     private readonly s: LeaseStrategy<Res>,
   ) {
+    super(ctx, rule, key, storageKey);
     this.demandAt = ctx.now();
   }
 
@@ -131,8 +127,8 @@ export class LeasedKey<Res> implements KeyState, Demand {
   estimate(): Decision | undefined {
     if (this.rule.exact || !this.#known) return undefined;
     const now = this.ctx.now();
-    const decision = this.#decision(now, true, 0);
-    return decision.remaining >= 1 ? decision : this.#decision(now, false, this.#retryAt - now);
+    const decision = this.decision(now, true, 0);
+    return decision.remaining >= 1 ? decision : this.decision(now, false, this.#retryAt - now);
   }
 
   #decideLocal(cost: number, check: Check | undefined): Decision | undefined {
@@ -141,7 +137,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
     const slice = this.slice;
     if (slice === undefined && this.allowance < cost) return undefined;
     const now = ctx.now();
-    if (this.#spendAllowance(now, cost)) return ctx.answer(0, cost, check, this.#decision(now, true, 0));
+    if (this.#spendAllowance(now, cost)) return ctx.answer(0, cost, check, this.decision(now, true, 0));
     // Expiry, hand-backs and the window's end are left to `consume`.
     if (
       slice === undefined ||
@@ -153,7 +149,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
     }
     noteDemand(this, now, cost);
     this.#refillAhead(now);
-    return ctx.answer(0, cost, check, this.#decision(now, true, 0));
+    return ctx.answer(0, cost, check, this.decision(now, true, 0));
   }
 
   /**
@@ -165,9 +161,9 @@ export class LeasedKey<Res> implements KeyState, Demand {
     this.allowance -= cost;
     this.unreported += cost;
     this.ctx.stats.tokensAllowed += cost;
-    if (this.#inflight) this.#spentInFlight += cost;
+    if (this.inflight) this.#spentInFlight += cost;
     noteDemand(this, now, cost);
-    if (this.#inflight || this.allowance >= this.#lastAllowance / 4) return true;
+    if (this.inflight || this.allowance >= this.#lastAllowance / 4) return true;
     if (this.#spendsToTheEnd(now)) return true;
     // Near the limit the store answers with a lease instead: only worth holding for a key this
     // instance expects again soon (as for refilling ahead).
@@ -203,27 +199,27 @@ export class LeasedKey<Res> implements KeyState, Demand {
     const { ctx, rule, s } = this;
     noteDemand(this, ctx.now(), cost);
     if (cost > s.limit) {
-      return ctx.answer(0, cost, check, this.#decision(ctx.now(), false, Number.POSITIVE_INFINITY));
+      return ctx.answer(0, cost, check, this.decision(ctx.now(), false, Number.POSITIVE_INFINITY));
     }
     if (rule.exact) return this.#consumeExact(cost, check);
     // A cost no lease can cover is decided by the store, with what this instance holds handed back
     // first (the return is queued ahead of the call): partial leases kept for it would sit idle.
     if (cost > s.maxLease) {
       // A lease still in flight would land after the return and sit idle: wait for it first.
-      if (this.#inflight) await this.#inflight.catch(() => {});
+      if (this.inflight) await this.inflight.catch(() => {});
       this.returnUnused('oversized');
       return this.#consumeExact(cost, check);
     }
     for (let attempt = 0; ; attempt++) {
       const now = ctx.now();
       if (this.#spendAllowance(now, cost)) {
-        return ctx.answer(attempt, cost, check, this.#decision(now, true, 0));
+        return ctx.answer(attempt, cost, check, this.decision(now, true, 0));
       }
       this.#expire(now);
       const slice = this.slice;
       if (slice && lease.take(slice.segments, now, cost)) {
         this.#refillAhead(now);
-        return ctx.answer(attempt, cost, check, this.#decision(now, true, 0));
+        return ctx.answer(attempt, cost, check, this.decision(now, true, 0));
       }
       // First sight of a key while the fleet is known: admitted at once, within the bound
       // docs/architecture.md "Guarantees" states (one request of at most a lease per instance and
@@ -233,7 +229,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
         s.firstSight &&
         !this.#known &&
         !this.#sighted &&
-        !this.#inflight &&
+        !this.inflight &&
         attempt === 0 &&
         ctx.fleet() > 0 &&
         !ctx.suspended(this.storageKey)
@@ -242,7 +238,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
         this.unreported += cost;
         ctx.stats.tokensAllowed += cost;
         this.#acquire(0).catch(() => {});
-        return ctx.answer(0, cost, check, this.#decision(now, true, 0));
+        return ctx.answer(0, cost, check, this.decision(now, true, 0));
       }
       // Tokens already leased to us exist later: there is no room anywhere until then (and what
       // exists only after the window ends waits for the next window).
@@ -252,14 +248,14 @@ export class LeasedKey<Res> implements KeyState, Demand {
           attempt,
           cost,
           check,
-          this.#decision(now, false, Math.min(wait, slice.endsAt - now)),
+          this.decision(now, false, Math.min(wait, slice.endsAt - now)),
         );
       }
       if (now < this.#deniedUntil && cost >= this.#deniedCost) {
-        return ctx.answer(attempt, cost, check, this.#decision(now, false, this.#retryAt - now));
+        return ctx.answer(attempt, cost, check, this.decision(now, false, this.#retryAt - now));
       }
       if (attempt === MAX_ATTEMPTS) {
-        return ctx.answer(attempt, cost, check, this.#decision(now, false, s.contentionRetryMs(cost)));
+        return ctx.answer(attempt, cost, check, this.decision(now, false, s.contentionRetryMs(cost)));
       }
       const acquired = this.#acquire(cost - (slice ? lease.unused(slice.segments) : 0));
       // While the store is suspended no request waits on it: the call is at most a probe, and its
@@ -277,7 +273,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
     const { ctx, s } = this;
     const sentAt = ctx.now();
     if (sentAt < this.#deniedUntil && cost >= this.#deniedCost) {
-      return ctx.answer(0, cost, check, this.#decision(sentAt, false, this.#retryAt - sentAt));
+      return ctx.answer(0, cost, check, this.decision(sentAt, false, this.#retryAt - sentAt));
     }
     const p: SyncParams = {
       used: 0,
@@ -296,11 +292,11 @@ export class LeasedKey<Res> implements KeyState, Demand {
     const now = ctx.now();
     const grant = s.learn(result, p, now);
     this.#reportWindow = grant.window;
-    if (grant.granted > 0) return ctx.answer(1, cost, check, this.#decision(now, true, 0));
+    if (grant.granted > 0) return ctx.answer(1, cost, check, this.decision(now, true, 0));
     this.#deniedUntil = grant.retryAt;
     this.#retryAt = grant.retryAt;
     this.#deniedCost = cost;
-    return ctx.answer(1, cost, check, this.#decision(now, false, grant.retryAt - now));
+    return ctx.answer(1, cost, check, this.decision(now, false, grant.retryAt - now));
   }
 
   /**
@@ -314,27 +310,36 @@ export class LeasedKey<Res> implements KeyState, Demand {
     if (now >= slice.endsAt) {
       if (this.s.carriesOver) this.returnUnused('expired');
       else this.slice = undefined;
-    } else if (now >= slice.expiresAt && !this.#inflight) {
+    } else if (now >= slice.expiresAt && !this.inflight) {
       this.returnUnused('expired');
     }
   }
 
   /** Starts the next lease before this one runs out, so the hot path rarely waits on the store. */
   #refillAhead(now: number): void {
-    if (this.#inflight || now < this.#deniedUntil) return;
+    if (this.inflight || now < this.#deniedUntil) return;
     const slice = this.slice;
-    if (slice && lease.unused(slice.segments) > Math.ceil(this.#lastGrant / 4)) return;
+    if (slice && lease.unused(slice.segments) > Math.ceil(this.lastGrant / 4)) return;
     if (!this.#expectedSoon(now)) return;
     this.#acquire(1, BACKGROUND).catch(() => {});
   }
 
   /**
-   * Single-flight: concurrent misses for one key share one store call. It reports what the
+   * The sync with the store, single-flight (`LeaseHolder.acquireOnce`): it reports what the
    * allowance admitted and asks for a new allowance, else a lease of at least `min` (0: no lease,
    * a report only, e.g. for a key nobody is waiting on).
    */
   #acquire(min: number, options: RunOptions = {}): Promise<void> {
-    if (this.#inflight) return this.#inflight;
+    return this.acquireOnce(
+      () => this.#sync(min, options),
+      () => {
+        this.#spentInFlight = 0;
+        this.#reporting = 0;
+      },
+    );
+  }
+
+  #sync(min: number, options: RunOptions): Promise<void> {
     const { ctx, s } = this;
     const sentAt = ctx.now();
     const want = min === 0 ? 0 : Math.max(min, this.#extra(sentAt));
@@ -358,7 +363,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
       sentAt,
     };
     const { op, req } = s.sync(p);
-    const call = storeCall(ctx, op, this.storageKey, req, options)
+    return storeCall(ctx, op, this.storageKey, req, options)
       .then((result) => this.#learn(s.learn(result, p, ctx.now()), p))
       .catch((err: unknown) => {
         // Never sent: the usage it carried is still to be reported. Otherwise it may have been
@@ -368,15 +373,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
           ctx.stats.tokensReported -= used;
         }
         throw err;
-      })
-      .finally(() => {
-        this.#inflight = undefined;
-        this.#spentInFlight = 0;
-        this.#reporting = 0;
       });
-    this.#inflight = call;
-    ctx.track(call);
-    return call;
   }
 
   #learn(grant: Grant, p: SyncParams): void {
@@ -392,7 +389,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
     if (grant.allowance > 0) {
       this.#deniedUntil = 0;
       // Slow start carries over: leases after an allowance start from its size, not from 1.
-      this.#lastGrant = Math.max(this.#lastGrant, Math.min(s.maxLease, grant.allowance));
+      this.lastGrant = Math.max(this.lastGrant, Math.min(s.maxLease, grant.allowance));
       return;
     }
     if (grant.granted === 0) {
@@ -405,8 +402,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
       }
       return;
     }
-    leaseGranted(ctx, rule.name, this.key, grant.granted);
-    this.#lastGrant = grant.granted;
+    this.granted(grant.granted);
     this.#deniedUntil = 0;
     if (this.slice?.window !== grant.window) {
       if (this.slice) this.returnUnused('expired');
@@ -421,9 +417,6 @@ export class LeasedKey<Res> implements KeyState, Demand {
       used: 0,
     });
     slice.expiresAt = lease.fullyCoveredAt(slice.segments) + rule.leaseTtlMs;
-    // Evicted or closed while the call was in flight: the requests waiting for this call are
-    // served first (their continuations run before the immediate), then the rest goes back.
-    if (ctx.peek(this.storageKey) !== this) handBackWhenServed(ctx, this);
   }
 
   /**
@@ -432,7 +425,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
    */
   #extra(now: number): number {
     const demand = Math.ceil(demandPerMs(this, now) * this.s.horizon(now));
-    return leaseSize(this.#lastGrant, this.s.cap(now), demand);
+    return this.nextLease(this.s.cap(now), demand);
   }
 
   /**
@@ -447,7 +440,7 @@ export class LeasedKey<Res> implements KeyState, Demand {
    * Hands back unused leased tokens and reports what the allowance admitted, in one call (a batch
    * item riding with others: no round trip of its own). The allowance itself is given up.
    */
-  returnUnused(reason: ReturnReason): void {
+  override returnUnused(reason: ReturnReason): void {
     const slice = this.slice;
     this.slice = undefined;
     this.allowance = 0;
@@ -517,8 +510,8 @@ export class LeasedKey<Res> implements KeyState, Demand {
     };
   }
 
-  sweep(now: number): boolean {
-    if (this.#inflight) return false;
+  override sweep(now: number): boolean {
+    if (this.inflight) return false;
     this.#expire(now);
     // Usage is reported now and then even if the allowance lasts (keeping it), so the store's view
     // catches up.
@@ -581,21 +574,17 @@ export class LeasedKey<Res> implements KeyState, Demand {
     return true;
   }
 
-  #decision(now: number, allowed: boolean, retryAfterMs: number): Decision {
-    const { rule, s } = this;
+  protected override get limit(): number {
+    return this.s.limit;
+  }
+
+  /** The store's last word carried forward, plus what this instance holds, less what it has not reported. */
+  protected override remainingAt(now: number): number {
     const held = this.slice ? lease.available(this.slice.segments, now) : 0;
-    const estimate = s.remaining(now) + held - this.unreported - this.#reporting;
-    const remaining = Math.max(0, Math.min(s.limit, Math.floor(estimate)));
-    return {
-      allowed,
-      policy: rule.name,
-      key: this.key,
-      limit: s.limit,
-      remaining,
-      resetMs: s.resetMs(now, remaining),
-      retryAfterMs: allowed ? 0 : retryAfter(retryAfterMs),
-      // Set by `ctx.answer`; a field of the literal so that setting it keeps the object's shape.
-      source: undefined,
-    };
+    return this.s.remaining(now) + held - this.unreported - this.#reporting;
+  }
+
+  protected override resetMs(now: number, remaining: number): number {
+    return this.s.resetMs(now, remaining);
   }
 }
