@@ -12,6 +12,7 @@ import { type BreakerOptions, type BreakerState, GuardedStore } from './breaker.
 import type { Decision } from './decision.js';
 import type { Consumed } from './engines/engine.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
+import { knownOptions } from './options.js';
 import type { FailMode, Rule } from './policy.js';
 import type { Store } from './stores/store.js';
 import { tokenBucketDebit } from './stores/tokenBucketOps.js';
@@ -113,6 +114,7 @@ export class Failover {
     if (typeof options.breaker !== 'object' || options.breaker === null) {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
+    knownOptions(options.breaker, ['failures', 'coolDown'], 'breaker');
     this.#expectedInstances = n;
     this.#fleet = options.fleet;
     this.#now = options.now;

@@ -27,6 +27,7 @@ import { KeyTable } from './keyTable.js';
 import type { LimiterStats, Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
 import { type OffendersOptions, Telemetry } from './observe/telemetry.js';
+import { knownOptions } from './options.js';
 import { estimated, readOf } from './peek.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { fleetHeartbeat } from './stores/fleetOps.js';
@@ -219,6 +220,20 @@ function newScratch(): Scratch {
 
 /** lru-cache allocates its index for `max` entries up front: 1e8 took 3.2 GB, 1e9 killed Node. */
 const MAX_KEYS = 10_000_000;
+/** The options of `LimiterOptions` (anything else is a typo, refused by name). */
+const LIMITER_OPTIONS: readonly (keyof LimiterOptions)[] = [
+  'store',
+  'policies',
+  'now',
+  'maxKeys',
+  'concurrency',
+  'sweepIntervalMs',
+  'observers',
+  'offenders',
+  'expectedInstances',
+  'closeTimeoutMs',
+  'breaker',
+];
 
 /** An optional options argument: absent, or an object (plain JS callers pass anything). */
 function optionsArgument<T extends object>(value: T | undefined): T | Record<string, never> {
@@ -385,6 +400,7 @@ export class Limiter {
   constructor(options: LimiterOptions) {
     if (typeof options !== 'object' || options === null)
       throw new ConfigError('options', 'expected an object');
+    knownOptions(options, LIMITER_OPTIONS);
     clockOption(options.now);
     this.#rules = compilePolicies(options.policies);
     this.#consumable = consumable(this.#rules);

@@ -1,6 +1,7 @@
 import { MONTH } from './algorithms/fixedWindow.js';
 import { type Duration, MAX_DURATION_MS, parseDuration, TIMED } from './duration.js';
 import { ConfigError, shown } from './errors.js';
+import { knownOptions } from './options.js';
 
 /**
  * What a rule does while its store is unreachable (docs/operations.md):
@@ -607,15 +608,6 @@ const OPTIONS: { [A in Algorithm]: { policy: readonly string[]; lease?: readonly
 /** The options a policy of `algorithm` takes (`undefined` for an algorithm there is none of). */
 export function policyOptions(algorithm: string): readonly string[] | undefined {
   return Object.hasOwn(OPTIONS, algorithm) ? OPTIONS[algorithm as Algorithm].policy : undefined;
-}
-
-function knownOptions(value: object, known: readonly string[], field: string): void {
-  for (const option of Object.keys(value)) {
-    if (!known.includes(option)) {
-      const expected = known.map((k) => `\`${k}\``).join(', ');
-      throw new ConfigError(`${field}.${option}`, `unknown option; expected one of ${expected}`);
-    }
-  }
 }
 
 /** Validates one policy; errors name the field as `policies.<name>.<option>`. */

@@ -1,6 +1,7 @@
 import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { ArgumentError, ConfigError, TokenleaseError } from '../errors.js';
+import { knownOptions } from '../options.js';
 import type { Operation, RunOptions, Store } from '../stores/store.js';
 import type {
   BreakerEvent,
@@ -63,6 +64,7 @@ function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefin
     throw new ConfigError('offenders', 'expected { capacity?, halfLife? } or false');
   }
   const raw = (value ?? {}) as OffendersOptions;
+  knownOptions(raw, ['capacity', 'halfLife'], 'offenders');
   const capacity = raw.capacity ?? 256;
   if (typeof capacity !== 'number' || !Number.isInteger(capacity) || capacity < 1) {
     throw new ConfigError('offenders.capacity', `expected an integer from 1 and up, got ${String(capacity)}`);

@@ -124,6 +124,41 @@ describe('a policy option the algorithm does not have is refused, naming it', ()
   });
 });
 
+describe('a Limiter option it does not have is refused, naming it', () => {
+  // Policies refused unknown options, the Limiter ignored them: a typo such as `maxkeys` or
+  // `breaker.cooldown` left the default silently in force.
+  it.each([
+    [{ maxkeys: 10 }, 'maxkeys'],
+    [{ sweepInterval: 100 }, 'sweepInterval'],
+    [{ clock: () => 0 }, 'clock'],
+    [{ breaker: { cooldown: '1s' } }, 'breaker.cooldown'],
+    [{ offenders: { size: 10 } }, 'offenders.size'],
+  ])('%j', (options, field) => {
+    const err = rejection(() => new Limiter({ policies: bucket, ...(options as object) }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe(field);
+    expect(err.message).toMatch(/unknown option; expected one of `/);
+  });
+
+  it('every documented option is accepted', async () => {
+    const limiter = new Limiter({
+      store: new MemoryStore(),
+      policies: bucket,
+      now: () => 0,
+      maxKeys: 10,
+      concurrency: 2,
+      sweepIntervalMs: 0,
+      observers: [],
+      offenders: { capacity: 8, halfLife: '1s' },
+      expectedInstances: 2,
+      closeTimeoutMs: 100,
+      breaker: { failures: 2, coolDown: '100ms' },
+    });
+    expect((await limiter.consume('b', 'k')).allowed).toBe(true);
+    await limiter.close();
+  });
+});
+
 describe('maxKeys has an upper bound', () => {
   // The local table preallocates its index for maxKeys entries: 1e8 took 3.2 GB and 79 s to
   // construct, 1e9 killed Node, 2^32 threw a RangeError from inside lru-cache.
