@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 
 /**
  * Which peers may tell us the client's address in `X-Forwarded-For`:
@@ -144,7 +144,7 @@ export class IpRanges {
       prefix < 0 ||
       prefix > max
     ) {
-      throw new ConfigError(field, `expected an IP address or CIDR range, got ${JSON.stringify(entry)}`);
+      throw new ConfigError(field, `expected an IP address or CIDR range, got ${shown(entry)}`);
     }
     if (v4) {
       const mask = prefix === 0 ? 0 : (0xffffffff << (32 - prefix)) >>> 0;

@@ -1,5 +1,5 @@
 import type { Check, Decision } from '../decision.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { ClientIp, parseHop, type TrustProxy } from './clientIp.js';
 import {
@@ -311,10 +311,7 @@ export class RateLimitCore<Req> {
     }
     const format = o.responseFormat ?? 'json';
     if (format !== 'json' && format !== 'problem+json') {
-      throw new ConfigError(
-        'responseFormat',
-        `expected 'json' or 'problem+json', got ${JSON.stringify(format)}`,
-      );
+      throw new ConfigError('responseFormat', `expected 'json' or 'problem+json', got ${shown(format)}`);
     }
     this.#allow = new ClientList(typeof o.allowList === 'function' ? [] : o.allowList, 'allowList');
     this.#deny = new ClientList(typeof o.denyList === 'function' ? [] : o.denyList, 'denyList');
@@ -698,7 +695,7 @@ function compileHide<Req>(
 /** A header name option (an RFC 9110 token), lower-cased as Node keys the headers it received. */
 function headerName(value: unknown, field: string): string {
   if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value)) {
-    throw new ConfigError(field, `expected a header name such as 'x-api-key', got ${JSON.stringify(value)}`);
+    throw new ConfigError(field, `expected a header name such as 'x-api-key', got ${shown(value)}`);
   }
   return value.toLowerCase();
 }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
 import { type PeerFastifyOptions, type RateLimitResult, registerPeer } from './fastifyPeer.js';
@@ -115,7 +115,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions | PeerFastifyOptions> =
     if (!HOOKS.includes(hook)) {
       throw new ConfigError(
         'hook',
-        `expected one of ${HOOKS.map((h) => `'${h}'`).join(', ')}, got ${JSON.stringify(hook)}`,
+        `expected one of ${HOOKS.map((h) => `'${h}'`).join(', ')}, got ${shown(hook)}`,
       );
     }
     const handler = routeHandler(merged, route.url);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 
 /**
  * Which `RateLimit` header syntax to send:
@@ -23,7 +23,7 @@ export function standardHeadersOption(
   if (!STANDARD.includes(standard)) {
     throw new ConfigError(
       'standardHeaders',
-      `expected 'draft-10', 'draft-8', 'draft-7', 'draft-6', true or false, got ${JSON.stringify(value)}`,
+      `expected 'draft-10', 'draft-8', 'draft-7', 'draft-6', true or false, got ${shown(value)}`,
     );
   }
   return standard;

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 import { IpRanges, normalize } from './clientIp.js';
 import { RouteTable } from './routes.js';
 
@@ -81,10 +81,7 @@ export function compileRule<Req>(
   }
   const name = r.name ?? defaults.name ?? r.policy;
   if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new ConfigError(
-      `${field}.name`,
-      `expected 1-128 printable ASCII characters, got ${JSON.stringify(name)}`,
-    );
+    throw new ConfigError(`${field}.name`, `expected 1-128 printable ASCII characters, got ${shown(name)}`);
   }
   const by = r.by === undefined ? ['client' as const] : Array.isArray(r.by) ? r.by : [r.by as KeyPart<Req>];
   if (by.length === 0) throw new ConfigError(`${field}.by`, 'expected at least one key part');

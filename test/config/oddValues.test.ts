@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import expressRateLimit from '../../src/http/express.js';
+import { rateLimit } from '../../src/http/index.js';
 import { ArgumentError, ConfigError, Limiter, type PolicyConfig } from '../../src/index.js';
 import { compilePolicy } from '../../src/policy.js';
 import { thrown } from '../support/thrown.js';
@@ -67,5 +69,28 @@ describe('limits stay where a double counts every token', () => {
       const err = thrown(ConfigError, () => compilePolicy('p', policy as never));
       expect(err.field, policy.algorithm).toBe('policies.p.lease');
     }
+  });
+});
+
+describe('HTTP options set to a BigInt are named in the error', () => {
+  const limiter = () => new Limiter({ policies: { p: { algorithm: 'token-bucket', rate: 1 } } });
+  it.each([
+    ['apiKeyHeader', { apiKeyHeader: 10n }],
+    ['standardHeaders', { standardHeaders: 10n }],
+    ['rules[0].name', { rules: [{ policy: 'p', name: 10n }] }],
+    ['trustProxy[0]', { trustProxy: [10n] }],
+  ])('%s', async (field, options) => {
+    const l = limiter();
+    const err = thrown(ConfigError, () =>
+      rateLimit({ limiter: l, rules: [{ policy: 'p', by: 'apiKey' }], ...(options as object) }),
+    );
+    expect(err.field).toBe(field);
+    expect(err.message).toContain('10n');
+    await l.close();
+  });
+
+  it('the Express peer options: identifier', () => {
+    const err = thrown(ConfigError, () => expressRateLimit({ identifier: 10n as never }));
+    expect(err.message).toContain('10n');
   });
 });
