@@ -236,11 +236,15 @@ const LIMITER_OPTIONS: readonly (keyof LimiterOptions)[] = [
 ];
 
 /** An optional options argument: absent, or an object (plain JS callers pass anything). */
-function optionsArgument<T extends object>(value: T | undefined): T | Record<string, never> {
+function optionsArgument<T extends object>(
+  value: T | undefined,
+  known: readonly (keyof T & string)[],
+): T | Record<string, never> {
   if (value === undefined) return {};
   if (typeof value !== 'object' || value === null) {
     throw new ArgumentError('options', `expected an options object, got ${String(value)}`);
   }
+  knownOptions(value, known, 'options', ArgumentError);
   return value;
 }
 
@@ -749,7 +753,7 @@ export class Limiter {
     const rule = this.#rule(policy, 'policy', 'reserve');
     const k = this.#key(key, 'key');
     const c = checkCost(cost, 'cost', rule);
-    const { maxWaitMs } = optionsArgument(options);
+    const { maxWaitMs } = optionsArgument(options, ['maxWaitMs']);
     // wait() sleeps up to this long, and a Node timer fires at once for a longer delay.
     if (
       maxWaitMs !== undefined &&
@@ -771,12 +775,12 @@ export class Limiter {
    * turn back. Decisions use the limiter's clock; the wait itself is a timer.
    */
   async wait(policy: string, key: string, cost = 1, options?: WaitOptions): Promise<Decision> {
-    const { signal } = optionsArgument(options);
+    const { signal, maxWaitMs } = optionsArgument(options, ['maxWaitMs', 'signal']);
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new ArgumentError('options.signal', 'expected an AbortSignal');
     }
     signal?.throwIfAborted();
-    const { delayMs, cancel, ...decision } = await this.reserve(policy, key, cost, options);
+    const { delayMs, cancel, ...decision } = await this.reserve(policy, key, cost, { maxWaitMs });
     if (!decision.allowed) return decision;
     try {
       signal?.throwIfAborted();
@@ -797,7 +801,7 @@ export class Limiter {
     if (this.#closing) throw new ClosedError('Limiter');
     const rule = this.#rule(policy, 'policy', 'acquire');
     const k = this.#key(key, 'key');
-    const cost = checkCost(optionsArgument(options).cost ?? 1, 'options.cost', rule);
+    const cost = checkCost(optionsArgument(options, ['cost']).cost ?? 1, 'options.cost', rule);
     this.#stats.decisions++;
     return this.#table.state(rule, k).acquire!(cost);
   }

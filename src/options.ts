@@ -1,15 +1,21 @@
-import { ConfigError } from './errors.js';
+import { ConfigError, type TokenleaseError } from './errors.js';
 
 /**
  * Refuses an option not in `known`, naming it as `<field>.<option>` (just `<option>` at the top
  * level): a typo in plain JS or a config file would otherwise leave a default silently in force.
+ * Constructors throw a `ConfigError`; a call's options argument (`acquire`, `wait`) an `ArgumentError`.
  */
-export function knownOptions(value: object, known: readonly string[], field?: string): void {
+export function knownOptions(
+  value: object,
+  known: readonly string[],
+  field?: string,
+  error: new (field: string, message: string) => TokenleaseError = ConfigError,
+): void {
   for (const option of Object.keys(value)) {
     if (!known.includes(option)) {
       const expected = known.map((k) => `\`${k}\``).join(', ');
       const name = field === undefined ? option : `${field}.${option}`;
-      throw new ConfigError(name, `unknown option; expected one of ${expected}`);
+      throw new error(name, `unknown option; expected one of ${expected}`);
     }
   }
 }

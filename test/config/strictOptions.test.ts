@@ -212,6 +212,30 @@ describe('options objects of acquire, reserve and wait', () => {
       await limiter.close();
     },
   );
+
+  // A typo in a call's options (`maxWait` for `maxWaitMs`, `costs` for `cost`) left the default in
+  // force: wait() waited up to the policy's maxWait, acquire() took one slot.
+  it('an option the call does not have is an ArgumentError naming it, and nothing is taken', async () => {
+    const limiter = new Limiter({ policies, sweepIntervalMs: 0 });
+    for (const [call, field] of [
+      [() => limiter.acquire('slots', 'k', { costs: 2 } as never), 'options.costs'],
+      [() => limiter.reserve('shaper', 'k', 1, { maxWait: 10 } as never), 'options.maxWait'],
+      [
+        () => limiter.reserve('shaper', 'k', 1, { signal: AbortSignal.timeout(10) } as never),
+        'options.signal',
+      ],
+      [() => limiter.wait('shaper', 'k', 1, { maxWait: 10 } as never), 'options.maxWait'],
+    ] as const) {
+      const err = await rejectionOf(call);
+      expect(err).toBeInstanceOf(ArgumentError);
+      expect(err.field).toBe(field);
+      expect(err.message).toMatch(/unknown option; expected one of `/);
+    }
+    expect((await limiter.peek('shaper', 'k')).remaining, 'the drain is untouched').toBe(3);
+    const d = await limiter.wait('shaper', 'k', 1, { maxWaitMs: 0, signal: AbortSignal.timeout(1000) });
+    expect(d.allowed).toBe(true);
+    await limiter.close();
+  });
 });
 
 describe('clocks and header names', () => {
