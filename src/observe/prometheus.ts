@@ -67,6 +67,14 @@ function checkOptions(
   if (typeof topN !== 'number' || !Number.isInteger(topN) || topN < 0 || topN > 100) {
     throw new ConfigError('topN', `expected an integer from 0 to 100, got ${String(topN)}`);
   }
+  // Checked before registering anything: prom-client would throw its own Error part of the way
+  // through, leaving some of this observer's metrics registered.
+  if (registry.getSingleMetric(`${prefix}decisions_total`)) {
+    throw new ConfigError(
+      'registry',
+      `it already has ${prefix}decisions_total: give one observer to every limiter (observers: [observer]), or this one another prefix`,
+    );
+  }
   return { prefix, buckets, topN };
 }
 

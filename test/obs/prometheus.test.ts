@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { register as globalRegistry, Registry } from 'prom-client';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import {
+  ConfigError,
   Limiter,
   MemoryStore,
   type ObservedLimiter,
@@ -226,6 +227,20 @@ describe('prometheusObserver', () => {
     ).toBe(true);
     expect(names.filter((n) => n.includes('_total')).every((n) => n.endsWith('_total'))).toBe(true);
     expect(names).toContain('edge_store_call_duration_seconds');
+  });
+
+  it('a second observer on a registry that has its metrics is a ConfigError naming registry', () => {
+    // prom-client's own untyped "already been registered" Error, thrown from the middle of the
+    // registrations, left the registry with some metrics of the second observer.
+    const registry = new Registry();
+    prometheusObserver({ registry });
+    const before = registry.getMetricsAsArray().length;
+    expect(() => prometheusObserver({ registry })).toThrow(ConfigError);
+    expect(() => prometheusObserver({ registry })).toThrow(
+      /Invalid `registry`: .*tokenlease_decisions_total.*one observer.*prefix/,
+    );
+    expect(registry.getMetricsAsArray().length, 'nothing half-registered').toBe(before);
+    expect(() => prometheusObserver({ registry, prefix: 'edge_' })).not.toThrow();
   });
 
   it('sums gauges over every limiter sharing one observer, and forgets a closed one', async () => {
