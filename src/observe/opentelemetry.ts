@@ -8,6 +8,7 @@
  */
 import type { Attributes, Meter } from '@opentelemetry/api';
 import { ConfigError } from '../errors.js';
+import { knownOptions } from '../options.js';
 import type { LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
 import { breakerStates, DecisionTotals, localKeys, rankDenials, summedDecisions } from './totals.js';
 
@@ -36,6 +37,7 @@ const DEFAULT_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.
 /** Creates tokenlease's instruments on `meter` and returns the observer that feeds them. */
 export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Observer {
   if (typeof options !== 'object' || options === null) throw new ConfigError('options', 'expected an object');
+  knownOptions(options, ['meter', 'prefix', 'buckets', 'topN']);
   const { meter, prefix = 'tokenlease.', buckets = DEFAULT_BUCKETS, topN = 5 } = options;
   if (typeof meter !== 'object' || meter === null || typeof meter.createCounter !== 'function') {
     throw new ConfigError('meter', "expected an OpenTelemetry Meter (metrics.getMeter('tokenlease'))");

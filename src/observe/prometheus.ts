@@ -10,6 +10,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ConfigError } from '../errors.js';
+import { knownOptions } from '../options.js';
 import type { LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
 import { breakerStates, DecisionTotals, localKeys, rankDenials, summedDecisions } from './totals.js';
 
@@ -47,6 +48,7 @@ function checkOptions(
   options: PrometheusObserverOptions,
 ): Required<Omit<PrometheusObserverOptions, 'registry'>> {
   if (typeof options !== 'object' || options === null) throw new ConfigError('options', 'expected an object');
+  knownOptions(options, ['registry', 'prefix', 'buckets', 'topN']);
   const { registry, prefix = 'tokenlease_', buckets = DEFAULT_BUCKETS, topN = 5 } = options;
   if (typeof registry !== 'object' || registry === null || typeof registry.registerMetric !== 'function') {
     throw new ConfigError('registry', "expected a prom-client Registry (new Registry() from 'prom-client')");

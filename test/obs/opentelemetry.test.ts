@@ -114,5 +114,8 @@ describe('openTelemetryObserver', () => {
     const meter = new MeterProvider().getMeter('t');
     expect(() => openTelemetryObserver({ meter, topN: -1 })).toThrow(/`topN`/);
     expect(() => openTelemetryObserver({ meter, buckets: [-1] })).toThrow(/`buckets`/);
+    expect(() => openTelemetryObserver({ meter, prefx: 'edge.' } as never)).toThrow(
+      /`prefx`: unknown option/,
+    );
   });
 });

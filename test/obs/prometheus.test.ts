@@ -243,6 +243,18 @@ describe('prometheusObserver', () => {
     expect(() => prometheusObserver({ registry, prefix: 'edge_' })).not.toThrow();
   });
 
+  it('an option it does not have is a ConfigError naming it (prefx stayed tokenlease_)', () => {
+    const err = (() => {
+      try {
+        prometheusObserver({ registry: new Registry(), prefx: 'edge_' } as never);
+      } catch (e) {
+        return e as ConfigError;
+      }
+    })();
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err?.field).toBe('prefx');
+  });
+
   it('sums gauges over every limiter sharing one observer, and forgets a closed one', async () => {
     const registry = new Registry();
     const observer = prometheusObserver({ registry });
