@@ -14,8 +14,9 @@ import {
   visit,
 } from 'yaml';
 import { MAX_TIMER_MS, MIN_DURATION_MS } from '../duration.js';
-import { ConfigError, TokenleaseError } from '../errors.js';
+import { ConfigError, shown, TokenleaseError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
+import { knownOptions } from '../options.js';
 import { compilePolicy, type PolicyConfig, policyOptions } from '../policy.js';
 import { ClientList, type CompiledRule, compileCosts, compileRule, type RuleSet } from './rules.js';
 
@@ -45,6 +46,13 @@ export class PlansError extends TokenleaseError {
 
 /** Fields of a rule in a plans file that are about HTTP; the rest describe the limiter policy. */
 const HTTP_FIELDS = ['by', 'routes', 'weighted', 'shadow', 'enforce'];
+const WATCH_OPTIONS: readonly (keyof WatchOptions)[] = [
+  'limiter',
+  'debounceMs',
+  'pollIntervalMs',
+  'onReload',
+  'onError',
+];
 const TOP_FIELDS = ['defaultPlan', 'rules', 'plans', 'keys', 'costs', 'allow', 'deny'];
 const PLAN_FIELDS = ['rules'];
 const API_KEY = /^[\x21-\x7e]{1,256}$/;
@@ -151,12 +159,16 @@ export class Plans {
     if (typeof options?.limiter?.setPolicies !== 'function') {
       throw new ConfigError('limiter', 'expected the tokenlease Limiter that uses these plans');
     }
-    const debounce = options.debounceMs ?? 100;
-    if (!(debounce >= 0 && debounce <= MAX_TIMER_MS)) {
-      throw new ConfigError(
-        'debounceMs',
-        `expected a number of ms from 0 to ${MAX_TIMER_MS}, got ${String(debounce)}`,
-      );
+    knownOptions(options, WATCH_OPTIONS);
+    const debounce = timerMs(options.debounceMs ?? 100, 'debounceMs', 0);
+    const interval =
+      options.pollIntervalMs === undefined
+        ? undefined
+        : timerMs(options.pollIntervalMs, 'pollIntervalMs', MIN_DURATION_MS);
+    for (const callback of ['onReload', 'onError'] as const) {
+      if (options[callback] !== undefined && typeof options[callback] !== 'function') {
+        throw new ConfigError(callback, `expected a function, got ${shown(options[callback])}`);
+      }
     }
     this.close();
     this.#watch = options;
@@ -165,14 +177,7 @@ export class Plans {
       this.#candidate = undefined;
       this.#timer = setTimeout(() => this.#settle(debounce), debounce);
     };
-    if (options.pollIntervalMs !== undefined) {
-      const interval = options.pollIntervalMs;
-      if (!(interval >= MIN_DURATION_MS && interval <= MAX_TIMER_MS)) {
-        throw new ConfigError(
-          'pollIntervalMs',
-          `expected a number of ms from ${MIN_DURATION_MS} to ${MAX_TIMER_MS}, got ${String(interval)}`,
-        );
-      }
+    if (interval !== undefined) {
       watchFile(this.source, { interval, persistent: false }, schedule);
       this.#poller = schedule;
     } else {
@@ -539,6 +544,17 @@ function mapping(
     );
   }
   return value as Record<string, unknown>;
+}
+
+/** A delay a timer waits for, in ms from `min` to `MAX_TIMER_MS` (a longer one fires at once). */
+function timerMs(value: unknown, field: string, min: number): number {
+  if (typeof value !== 'number' || !(value >= min && value <= MAX_TIMER_MS)) {
+    throw new ConfigError(
+      field,
+      `expected a number of ms from ${min} to ${MAX_TIMER_MS}, got ${shown(value)}`,
+    );
+  }
+  return value;
 }
 
 function unknownFields(

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Plans, PlansError } from '../../src/http/index.js';
-import { Limiter } from '../../src/index.js';
+import { ConfigError, Limiter } from '../../src/index.js';
 
 let cleanup: (() => unknown)[] = [];
 afterEach(async () => {
@@ -117,6 +117,22 @@ describe('the plans file (issue 13 item 12)', () => {
   });
 });
 
+/** What `plans.watch({ limiter, ...options })` throws on a fresh plans file. */
+function watchError(options: object): unknown {
+  const plans = Plans.fromFile(tempFile(plansText(1)));
+  const limiter = new Limiter({ policies: plans.policies, sweepIntervalMs: 0 });
+  cleanup.push(
+    () => limiter.close(),
+    () => plans.close(),
+  );
+  try {
+    plans.watch({ limiter, ...options });
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
 describe('watch options are bounded like durations', () => {
   it.each([
     [{ debounceMs: -1 }, 'debounceMs'],
@@ -124,20 +140,24 @@ describe('watch options are bounded like durations', () => {
     [{ pollIntervalMs: 0.5 }, 'pollIntervalMs'],
     [{ pollIntervalMs: 1e13 }, 'pollIntervalMs'],
   ])('%j is refused naming %s and the range', (options, field) => {
-    const path = tempFile(plansText(1));
-    const plans = Plans.fromFile(path);
-    const limiter = new Limiter({ policies: plans.policies, sweepIntervalMs: 0 });
-    cleanup.push(
-      () => limiter.close(),
-      () => plans.close(),
-    );
-    let caught: unknown;
-    try {
-      plans.watch({ limiter, ...options });
-    } catch (err) {
-      caught = err;
-    }
+    const caught = watchError(options);
     expect((caught as { field?: string }).field).toBe(field);
     expect(String(caught)).toMatch(/from \d+ to 2147483647/);
+  });
+
+  // These were accepted: a string or BigInt delay reached setTimeout or watchFile (a TypeError from
+  // Node, or '10' read as 10), a callback that is not a function threw on the first reload, and a
+  // misspelt option was ignored.
+  it.each([
+    ["debounceMs: '10'", { debounceMs: '10' }, 'debounceMs'],
+    ['debounceMs: 10n', { debounceMs: 10n }, 'debounceMs'],
+    ['pollIntervalMs: 10n', { pollIntervalMs: 10n }, 'pollIntervalMs'],
+    ["onReload: 'log'", { onReload: 'log' }, 'onReload'],
+    ['onError: {}', { onError: {} }, 'onError'],
+    ['debounce: 50', { debounce: 50 }, 'debounce'],
+  ])('%s is a ConfigError naming the field, and nothing is watched', (_label, options, field) => {
+    const caught = watchError(options);
+    expect(caught).toBeInstanceOf(ConfigError);
+    expect((caught as ConfigError).field).toBe(field);
   });
 });
