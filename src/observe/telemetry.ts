@@ -25,7 +25,8 @@ import { DecisionTotals, type PolicyCounts } from './totals.js';
 export interface OffendersOptions {
   /**
    * Counters kept per policy. Any key with more than 1/capacity of a policy's recent denials is
-   * certain to be listed; the list is exact in practice for the top few of a skewed flood.
+   * certain to be listed; the list is exact in practice for the top few of a skewed flood. At most
+   * 100 000: the sketch keeps this many keys per policy.
    * @default 256
    */
   capacity?: number;
@@ -58,6 +59,9 @@ function readObservers(value: unknown): Observer[] {
   return value as Observer[];
 }
 
+/** Most denied keys a policy's sketch keeps: the bound on its memory. */
+const MAX_CAPACITY = 100_000;
+
 function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefined {
   if (value === false) return undefined;
   if (value !== undefined && (typeof value !== 'object' || value === null)) {
@@ -66,8 +70,16 @@ function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefin
   const raw = (value ?? {}) as OffendersOptions;
   knownOptions(raw, ['capacity', 'halfLife'], 'offenders');
   const capacity = raw.capacity ?? 256;
-  if (typeof capacity !== 'number' || !Number.isInteger(capacity) || capacity < 1) {
-    throw new ConfigError('offenders.capacity', `expected an integer from 1 and up, got ${String(capacity)}`);
+  if (
+    typeof capacity !== 'number' ||
+    !Number.isInteger(capacity) ||
+    capacity < 1 ||
+    capacity > MAX_CAPACITY
+  ) {
+    throw new ConfigError(
+      'offenders.capacity',
+      `expected an integer from 1 to ${MAX_CAPACITY} (denied keys kept per policy), got ${String(capacity)}`,
+    );
   }
   const halfLifeMs = parseDuration(raw.halfLife ?? '1m', 'offenders.halfLife');
   return (now) => new SpaceSaving(capacity, halfLifeMs, now);

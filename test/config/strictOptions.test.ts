@@ -159,6 +159,22 @@ describe('a Limiter option it does not have is refused, naming it', () => {
   });
 });
 
+describe('offenders.capacity has an upper bound', () => {
+  // The sketch keeps up to `capacity` denied keys per policy: 1e300 accepted meant every distinct
+  // denied key (an attacker's random ones) was kept, so its memory had no bound at all.
+  it.each([100_001, 1e300, 2 ** 53])('%d is a ConfigError naming the field and the range', (capacity) => {
+    const err = rejection(() => new Limiter({ policies: bucket, offenders: { capacity } }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe('offenders.capacity');
+    expect(err.message).toMatch(/from 1 to 100000/);
+  });
+
+  it('100 000 is accepted', async () => {
+    const limiter = new Limiter({ policies: bucket, offenders: { capacity: 100_000 } });
+    await limiter.close();
+  });
+});
+
 describe('maxKeys has an upper bound', () => {
   // The local table preallocates its index for maxKeys entries: 1e8 took 3.2 GB and 79 s to
   // construct, 1e9 killed Node, 2^32 threw a RangeError from inside lru-cache.
