@@ -624,10 +624,27 @@ export function compilePolicy(name: string, raw: unknown): Rule {
   }
   const options = OPTIONS[algorithm as Algorithm];
   knownOptions(raw, options.policy, field);
+  noNulls(raw, field);
   const lease = (raw as { lease?: unknown }).lease;
-  if (options.lease && typeof lease === 'object' && lease !== null)
+  if (options.lease && typeof lease === 'object' && lease !== null) {
     knownOptions(lease, options.lease, `${field}.lease`);
+    noNulls(lease, `${field}.lease`);
+  }
   return COMPILERS[algorithm as Algorithm](name, raw as never, field);
+}
+
+/**
+ * An option given as null (JSON, or a YAML key left empty) is refused rather than read as its
+ * default, as `?? default` would: `period:` left empty must not quietly mean one second.
+ */
+function noNulls(value: object, field: string): void {
+  for (const [option, v] of Object.entries(value)) {
+    if (v === null)
+      throw new ConfigError(
+        `${field}.${option}`,
+        'expected a value, got null (leave the option out for its default)',
+      );
+  }
 }
 
 export function compilePolicies(raw: unknown): Map<string, Rule> {

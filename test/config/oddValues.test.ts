@@ -94,3 +94,21 @@ describe('HTTP options set to a BigInt are named in the error', () => {
     expect(err.message).toContain('10n');
   });
 });
+
+describe('an option set to null is refused, naming it', () => {
+  // `burst: null` and `fail: null` were refused, but `period: null`, `lease: null`,
+  // `anchor: null` and `lease: { ttl: null }` quietly meant the default: a plans file's `period:`
+  // left empty ran a per-second limit.
+  it.each([
+    [{ algorithm: 'token-bucket', rate: 5, period: null }, 'policies.p.period'],
+    [{ algorithm: 'token-bucket', rate: 5, lease: null }, 'policies.p.lease'],
+    [{ algorithm: 'token-bucket', rate: 5, lease: { ttl: null } }, 'policies.p.lease.ttl'],
+    [{ algorithm: 'fixed-window', limit: 5, window: '1m', anchor: null }, 'policies.p.anchor'],
+    [{ algorithm: 'leaky-bucket', rate: 5, maxWait: null }, 'policies.p.maxWait'],
+    [{ algorithm: 'concurrency', limit: 5, slotTtl: null }, 'policies.p.slotTtl'],
+  ])('%j', (policy, field) => {
+    const err = thrown(ConfigError, () => compilePolicy('p', policy as never));
+    expect(err.field).toBe(field);
+    expect(err.message).toContain('got null');
+  });
+});
