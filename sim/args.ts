@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseDuration as durationMs } from '../src/duration.js';
 import type { PolicyConfig } from '../src/index.js';
 import type { BalancerConfig } from './scenario.js';
 import { POLICIES } from './suite.js';
@@ -63,16 +64,15 @@ export function parse(argv: readonly string[]) {
   }
 }
 
+/** `--duration`: the library's durations (`30s`, `1.5m`, `2 h`), or a bare number of ms. */
 export function parseDuration(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  const ms = match
-    ? Number(match[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] ?? 'ms']!
-    : Number.NaN;
-  if (!(ms > 0))
+  try {
+    return durationMs(/^\d+(\.\d+)?$/.test(text) ? Number(text) : text, '--duration');
+  } catch {
     throw new UsageError(
       `--duration: expected a duration like 30s, 2m or 500ms, got ${JSON.stringify(text)}`,
     );
-  return ms;
+  }
 }
 
 export function parseBalancer(text: string): BalancerConfig | 'log' {

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parseDuration } from '../../sim/args.js';
 import { run } from '../../sim/main.js';
 import { SUITE } from '../../sim/suite.js';
 import { type CliResult, simInProcess } from '../support/sim.js';
@@ -228,5 +229,22 @@ describe('npm run sim', () => {
       // The step is rescaled with the timeline: 15 s of 30 s becomes 1 s of 2 s.
       traffic: { demand: { shape: 'step', atMs: 1000 } },
     });
+  });
+});
+
+describe("--duration reads the library's durations", () => {
+  // It had its own parser: no 'd', no '1 s', though the policies it simulates take both.
+  it.each([
+    ['300', 300],
+    ['500ms', 500],
+    ['1.5s', 1500],
+    ['2 m', 120_000],
+    ['1d', 86_400_000],
+  ])('%j is %d ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['soon', '-1', '0', '1 minute', ' 30s'])('%j is a usage error', (text) => {
+    expect(() => parseDuration(text)).toThrow(/--duration: expected a duration like 30s, 2m or 500ms/);
   });
 });
