@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Limiter, RedisStore } from '../../src/index.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
@@ -14,7 +15,9 @@ function stall(ms: number): void {
 
 describe('an event-loop stall longer than the store timeout', () => {
   it('a reply that arrived during the stall is read, not lost to its timer', async () => {
-    const store = new RedisStore({ client: redisClient(), prefix: uniquePrefix('stall'), timeoutMs: 50 });
+    // A timeout a loaded machine's round trip stays under, and a stall far longer than both.
+    const timeoutMs = 250;
+    const store = new RedisStore({ client: redisClient(), prefix: uniquePrefix('stall'), timeoutMs });
     await store.ready();
     const limiter = new Limiter({
       store,
@@ -22,13 +25,24 @@ describe('an event-loop stall longer than the store timeout', () => {
     });
     // Warm: the script is loaded and the connection is idle.
     await limiter.consume('p', 'warm');
-    const decision = limiter.consume('p', 'k');
-    // The call is sent at the end of this turn; Redis answers while the loop is blocked, and when
-    // it unblocks, the timers phase (where the 50 ms timeout is due) runs before the poll phase
-    // that reads the answer.
-    setTimeout(() => stall(200), 5);
-    const d = await decision;
-    expect(limiter.stats().storeErrors, 'no call timed out').toBe(0);
+    // The loop blocks right after the call is written to the socket: Redis answers meanwhile, and
+    // when the loop unblocks, the timers phase (where the timeout is due) runs before the poll
+    // phase that reads the answer.
+    const connection = store.client as Redis;
+    const send = connection.sendCommand.bind(connection);
+    let armed = true;
+    connection.sendCommand = ((command) => {
+      const sent = send(command);
+      if (armed) {
+        armed = false;
+        stall(4 * timeoutMs);
+      }
+      return sent;
+    }) as Redis['sendCommand'];
+    const errorsBefore = limiter.stats().storeErrors;
+    const d = await limiter.consume('p', 'k');
+    expect(armed, 'the call was sent, and the loop stalled').toBe(false);
+    expect(limiter.stats().storeErrors - errorsBefore, 'no call timed out').toBe(0);
     expect(d.source, 'decided by Redis, not by the fail policy').not.toBe('fallback');
     expect(d.remaining).toBe(9);
     await limiter.close();
