@@ -8,8 +8,7 @@
  * - the state looked up last, kept aside: a hot key asked again costs two comparisons;
  * - recency refreshed lazily (`#refreshEvery`), and refreshes that fell due queued and made only
  *   when the LRU's order is about to be read;
- * - the states of the last multi-rule consume, reused while nothing was looked up in between, and
- *   per client key those of the last multi-rule consume for it, found with one lookup for all rules.
+ * - the states of the last multi-rule consume, reused while nothing was looked up in between.
  */
 import { LRUCache } from 'lru-cache';
 import type { KeyState } from './engines/engine.js';
@@ -73,11 +72,6 @@ export class KeyTable {
   readonly #multi: KeyState[] = [];
   #multiCount = 0;
   #multiTouches = 0;
-  /**
-   * By client key, the states a multi-rule consume whose checks all have that key looked up last:
-   * one lookup here finds them all (`recall`), where each would be a lookup of its own.
-   */
-  readonly #multiByKey = new Map<string, KeyState[]>();
   /** States disposed so far: a multi-rule consume whose own lookups evicted one is not remembered. */
   #disposals = 0;
   /** Storage keys being forgotten: their disposal hands nothing back. */
@@ -99,8 +93,6 @@ export class KeyTable {
         state.lruTouch = Number.NaN; // supersedes its refreshes not yet made
         const keys = this.#byKey.get(state.rule);
         if (keys?.get(state.key) === state) keys.delete(state.key);
-        const recalled = this.#multiByKey.get(state.key);
-        if (recalled?.includes(state)) this.#multiByKey.delete(state.key);
         // A forgotten key's leased tokens belong to the state being deleted: nothing to hand back.
         if (this.#forgetting.has(id)) return;
         dispose(state, reason === 'evict');
@@ -121,41 +113,27 @@ export class KeyTable {
       keys = new Map();
       this.#byKey.set(rule, keys);
     }
-    const state = keys.get(key);
-    if (state) return this.#touch(state);
+    let state = keys.get(key);
     this.#touches++;
-    const id = storageKey(rule.algorithm, rule.name, key);
-    const opened = this.#open(rule, key, id);
-    this.#refreshRecency();
-    this.#entries.set(id, opened);
-    keys.set(key, opened);
-    opened.lruTouch = this.#touches;
-    return this.#looked(opened);
-  }
-
-  /** What `state` does for a state it found tracked, given that state: a use for the LRU. */
-  touch(state: KeyState): KeyState {
-    if (state === this.#lastState) return state;
-    return this.#touch(state);
-  }
-
-  #touch(state: KeyState): KeyState {
-    this.#touches++;
-    if (this.#touches - (state.lruTouch ?? Number.NEGATIVE_INFINITY) > this.#refreshEvery) {
+    if (state) {
+      if (this.#touches - (state.lruTouch ?? Number.NEGATIVE_INFINITY) > this.#refreshEvery) {
+        state.lruTouch = this.#touches;
+        this.#unrefreshed.push(state);
+        this.#unrefreshedAt.push(this.#touches);
+        // Superseded entries are dropped before they outnumber the states.
+        if (this.#unrefreshed.length > 2 * this.#entries.size + 64) this.#dropSuperseded();
+      }
+    } else {
+      const id = storageKey(rule.algorithm, rule.name, key);
+      state = this.#open(rule, key, id);
+      this.#refreshRecency();
+      this.#entries.set(id, state);
+      keys.set(key, state);
       state.lruTouch = this.#touches;
-      this.#unrefreshed.push(state);
-      this.#unrefreshedAt.push(this.#touches);
-      // Superseded entries are dropped before they outnumber the states.
-      if (this.#unrefreshed.length > 2 * this.#entries.size + 64) this.#dropSuperseded();
     }
-    return this.#looked(state);
-  }
-
-  /** Keeps `state` aside as the one looked up last. */
-  #looked(state: KeyState): KeyState {
     // Three fields, not one object: a lookup that changes key allocates nothing.
-    this.#lastRule = state.rule;
-    this.#lastKey = state.key;
+    this.#lastRule = rule;
+    this.#lastKey = key;
     this.#lastState = state;
     return state;
   }
@@ -248,40 +226,11 @@ export class KeyTable {
     return true;
   }
 
-  /**
-   * Whether the states a multi-rule consume of the same checks looked up last are remembered for
-   * their client key (still tracked, whatever came since); if so they are copied into `states`.
-   * Each is then looked up with `touch`, one Map lookup having found them all.
-   */
-  recall(rules: readonly Rule[], keys: readonly string[], n: number, states: KeyState[]): boolean {
-    const recalled = this.#multiByKey.get(keys[0]!);
-    if (recalled === undefined || recalled.length !== n) return false;
-    for (let i = 0; i < n; i++) {
-      // Every state held here is tracked: a disposal drops the entry holding it.
-      if (recalled[i]!.rule !== rules[i] || recalled[i]!.key !== keys[i]) return false;
-    }
-    for (let i = 0; i < n; i++) states[i] = recalled[i]!;
-    return true;
-  }
-
-  /**
-   * Remembers the `n` states a multi-rule consume just looked up, in order, all still tracked
-   * (`remembered`, and `recall` unless `recalled`: they were the ones remembered for the key).
-   */
-  remember(states: readonly KeyState[], n: number, recalled: boolean): void {
+  /** Remembers the `n` states a multi-rule consume just looked up, in order (`remembered`). */
+  remember(states: readonly KeyState[], n: number): void {
     for (let i = 0; i < n; i++) this.#multi[i] = states[i]!;
     this.#multiCount = n;
     this.#multiTouches = this.#touches;
-    if (recalled) return;
-    const key = states[0]!.key;
-    // Only checks of one client key: a state's disposal then finds the entry holding it.
-    for (let i = 1; i < n; i++) if (states[i]!.key !== key) return;
-    const kept = this.#multiByKey.get(key);
-    if (kept?.length === n) {
-      for (let i = 0; i < n; i++) kept[i] = states[i]!;
-    } else {
-      this.#multiByKey.set(key, states.slice(0, n));
-    }
   }
 
   /** Makes the recency refreshes due (`#unrefreshed`), in order: the LRU's order is about to be read. */

@@ -556,7 +556,6 @@ export class Limiter {
       return this.#checkStore(state, rules[0]!, keys[0]!, costs[0]!, checks[0]).then(aloneOf);
     }
     const remembered = table.remembered(rules, keys, n, states);
-    const recalled = !remembered && table.recall(rules, keys, n, states);
     const disposals = table.disposals;
     const touches = table.touches;
     // Each rule's decision, or its store call; for a local decision, what its tokens came from.
@@ -568,15 +567,9 @@ export class Limiter {
       for (let i = 0; i < n; i++) {
         this.#stats.decisions++;
         // Looked up just before its decision, as a lookup may evict the state of an earlier check;
-        // remembered ones while nothing (an observer calling back, say) looked up or evicted since,
-        // recalled ones (still to be touched) while nothing was evicted.
-        const kept = disposals === table.disposals;
-        const state =
-          remembered && kept && touches === table.touches
-            ? states[i]!
-            : recalled && kept
-              ? table.touch(states[i]!)
-              : table.state(rules[i]!, keys[i]!);
+        // remembered ones while nothing (an observer calling back, say) looked up or evicted since.
+        const unchanged = touches === table.touches && disposals === table.disposals;
+        const state = remembered && unchanged ? states[i]! : table.state(rules[i]!, keys[i]!);
         states[i] = state;
         // A lease hit returns without a promise and allocates nothing for a refund.
         const local = state.decideLocal?.(costs[i]!, checks[i]);
@@ -591,7 +584,7 @@ export class Limiter {
     } finally {
       this.#instant = outer;
     }
-    if (!remembered && disposals === table.disposals) table.remember(states, n, recalled);
+    if (!remembered && disposals === table.disposals) table.remember(states, n);
     // All answered from local state: no promise to wait for, and the array is the checks.
     if (!waits) {
       const checked = outcomes as Decision[];
