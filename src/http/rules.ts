@@ -1,4 +1,5 @@
 import { ConfigError, shown } from '../errors.js';
+import { knownOptions } from '../options.js';
 import { IpRanges, normalize } from './clientIp.js';
 import { RouteTable } from './routes.js';
 
@@ -69,12 +70,23 @@ export interface CompiledRule<Req> {
 const NAME = /^[\x20-\x7e]{1,128}$/;
 
 /** Validates one rule; `field` names it in errors (`rules[0]`, `plans.pro.rules.per-key`). */
+const RULE_FIELDS: readonly (keyof RuleOptions<unknown>)[] = [
+  'policy',
+  'name',
+  'by',
+  'routes',
+  'weighted',
+  'shadow',
+  'enforce',
+];
+
 export function compileRule<Req>(
   raw: unknown,
   field: string,
   defaults: { name?: string } = {},
 ): CompiledRule<Req> {
   if (typeof raw !== 'object' || raw === null) throw new ConfigError(field, 'expected a rule object');
+  knownOptions(raw, RULE_FIELDS, field);
   const r = raw as RuleOptions<Req>;
   if (typeof r.policy !== 'string' || r.policy.length === 0) {
     throw new ConfigError(`${field}.policy`, 'expected the name of a limiter policy');
@@ -89,7 +101,7 @@ export function compileRule<Req>(
     if (typeof part !== 'function' && !KEY_PARTS.includes(part)) {
       throw new ConfigError(
         `${field}.by${Array.isArray(r.by) ? `[${i}]` : ''}`,
-        `expected one of ${KEY_PARTS.map((p) => `'${p}'`).join(', ')} or a function, got ${JSON.stringify(part)}`,
+        `expected one of ${KEY_PARTS.map((p) => `'${p}'`).join(', ')} or a function, got ${shown(part)}`,
       );
     }
   });

@@ -112,3 +112,28 @@ describe('an option set to null is refused, naming it', () => {
     expect(err.message).toContain('got null');
   });
 });
+
+describe('a rule field the HTTP rules do not have is refused, naming it', () => {
+  // A plans file's rule was checked for unknown fields, a rule passed in code was not: a typo
+  // such as `weighed: false` left the rule weighted by route cost.
+  it.each([
+    [{ policy: 'p', weighed: false }, 'rules[0].weighed'],
+    [{ policy: 'p', key: 'apiKey' }, 'rules[0].key'],
+  ])('%j', async (rule, field) => {
+    const l = new Limiter({ policies: { p: { algorithm: 'token-bucket', rate: 1 } } });
+    const err = thrown(ConfigError, () => rateLimit({ limiter: l, rules: [rule as never] }));
+    expect(err.field).toBe(field);
+    expect(err.message).toMatch(/unknown option; expected one of `policy`/);
+    await l.close();
+  });
+
+  it('a key part that is a BigInt is named in the error', async () => {
+    const l = new Limiter({ policies: { p: { algorithm: 'token-bucket', rate: 1 } } });
+    const err = thrown(ConfigError, () =>
+      rateLimit({ limiter: l, rules: [{ policy: 'p', by: 10n as never }] }),
+    );
+    expect(err.field).toBe('rules[0].by');
+    expect(err.message).toContain('got 10n');
+    await l.close();
+  });
+});
