@@ -24,6 +24,7 @@ import { isEnforced } from './rollout.js';
 import { normalizePath, RouteTable, SplitPaths } from './routes.js';
 import {
   ClientList,
+  type CompiledRule,
   compileCosts,
   compileRule,
   type KeyPart,
@@ -193,8 +194,10 @@ export function rateLimitInfo(fields: Omit<RateLimitInfo, 'current'>): RateLimit
 interface Peer {
   apiKey: string | undefined;
   ip: string | undefined;
-  /** `ip` as a key part: IPv6 grouped by prefix. */
+  /** `ip` as a key part's value: IPv6 grouped by prefix. */
   ipKey: string;
+  /** The key part itself, `ip=…`. */
+  ipPart: string;
 }
 
 interface Identity extends Peer {
@@ -204,23 +207,18 @@ interface Identity extends Peer {
   listedApiKey: string | undefined;
 }
 
-/** One rule a request meets: its result, its limiter check and what its headers need. */
-interface Planned {
-  result: RuleResult;
-  check: Check;
-  windowSeconds: number;
-  /** Counted by client alone: the headers' partition is the client key itself. */
-  clientOnly: boolean;
-}
-
 /** The rules a request meets, in rule order. */
-interface Plan {
-  planned: Planned[];
+interface Plan<Req> {
+  /** Each rule's part in the decision, as `RateLimitInfo.rules` shows it. */
   results: RuleResult[];
+  /** The rules of `results`, in the same order. */
+  rules: readonly CompiledRule<Req>[];
+  /** Their policies' windows, read before `consume` (a plans reload may remove a policy after). */
+  windows: number[];
   /** The enforced rules' checks, in rule order, for one `consume`. */
-  enforcedChecks: Check[];
-  /** The shadow rules (and those not enforced for this client), when there are any. */
-  shadow: Planned[] | undefined;
+  enforced: Check[];
+  /** The checks of the other rules (shadow, or not enforced for this client), when there are any. */
+  shadow: Check[] | undefined;
 }
 
 /**
@@ -238,6 +236,15 @@ export class RateLimitCore<Req> {
   readonly #allow: ClientList;
   readonly #deny: ClientList;
   readonly #standard: StandardHeaders | false;
+  /** Options whose answers `check` waits for before deciding: `skip`, allow/deny functions. */
+  readonly #awaits: boolean;
+  #lastIp = { ipKey: '', part: '' };
+  #lastRoute: { method: string; pattern: string | undefined; path: string; route: string } = {
+    method: '',
+    pattern: undefined,
+    path: '',
+    route: '',
+  };
 
   constructor(options: RateLimitOptions<Req>, view: (req: Req) => RequestView) {
     if (typeof options !== 'object' || options === null)
@@ -313,6 +320,7 @@ export class RateLimitCore<Req> {
     if (format !== 'json' && format !== 'problem+json') {
       throw new ConfigError('responseFormat', `expected 'json' or 'problem+json', got ${shown(format)}`);
     }
+    this.#awaits = Boolean(o.skip) || typeof o.allowList === 'function' || typeof o.denyList === 'function';
     this.#allow = new ClientList(typeof o.allowList === 'function' ? [] : o.allowList, 'allowList');
     this.#deny = new ClientList(typeof o.denyList === 'function' ? [] : o.denyList, 'denyList');
   }
@@ -321,62 +329,129 @@ export class RateLimitCore<Req> {
    * Decides one request. Rejects only when a callback of the options throws (`keyGenerator`,
    * `skip`, `user`, allow/deny functions); store failures become an outcome.
    */
-  async check(req: Req): Promise<Outcome> {
+  check(req: Req): Promise<Outcome> {
+    if (this.#awaits) return this.#checkAwaiting(req);
+    // Nothing to wait for but perhaps the client key: no promise but the limiter's, when it is sync.
+    try {
+      const view = this.#view(req);
+      const custom = this.#o.keyGenerator?.(req);
+      if (isThenable(custom)) return Promise.resolve(custom).then((c) => this.#identified(req, view, c));
+      return this.#identified(req, view, custom);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /** `check` with `skip` or allow/deny functions, whose answers it waits for. */
+  async #checkAwaiting(req: Req): Promise<Outcome> {
     const o = this.#o;
     if (o.skip && (await o.skip(req))) return NOTHING;
     const view = this.#view(req);
     const custom = o.keyGenerator ? await o.keyGenerator(req) : undefined;
     const user = o.user?.(req);
-    // Without our own trustProxy, the framework's resolved address (its trust proxy setting) counts.
-    const resolved = o.trustProxy === undefined ? view.clientAddress : undefined;
-    const ip =
-      resolved !== undefined
-        ? (parseHop(resolved) ?? parseHop(view.remoteAddress))
-        : this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
-    const peer: Peer = {
-      ip,
-      ipKey: ip === undefined ? 'unknown' : this.#ip.group(ip),
-      apiKey: readApiKey(view.headers, this.#apiKeyHeader),
-    };
+    const peer = this.#peer(view);
     const seen = this.#ruleSet();
     const provisional = identify(peer, seen, custom);
     const allowFn = typeof o.allowList === 'function' && (await o.allowList(req, provisional.client));
     const denyFn = typeof o.denyList === 'function' && (await o.denyList(req, provisional.client));
     const cost = this.#cost(req);
-
     // From here to consume() nothing awaits, so a plans reload cannot swap policies underneath.
     const set = this.#ruleSet();
     const ids = set === seen ? provisional : identify(peer, set, custom);
-    if (denyFn || set.deny.has(ids) || this.#deny.has(ids)) return this.#forbidden();
-    if (allowFn || ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids))) return NOTHING;
-    let plan: Plan;
-    let decision: Decision | undefined;
+    if (denyFn || this.#denied(set, ids)) return this.#forbidden();
+    if (allowFn) return NOTHING;
+    return this.#decide(req, view, set, ids, user, cost);
+  }
+
+  /** `check` once the client key is known, with nothing to wait for before the limiter. */
+  #identified(req: Req, view: RequestView, custom: string | number | undefined): Promise<Outcome> {
+    const user = this.#o.user?.(req);
+    const peer = this.#peer(view);
+    const set = this.#ruleSet();
+    const ids = identify(peer, set, custom);
+    const cost = this.#cost(req);
+    if (this.#denied(set, ids)) return Promise.resolve(this.#forbidden());
+    return this.#decide(req, view, set, ids, user, cost);
+  }
+
+  /** Who sent the request, as far as the request itself says. */
+  #peer(view: RequestView): Peer {
+    // Without our own trustProxy, the framework's resolved address (its trust proxy setting) counts.
+    const resolved = this.#o.trustProxy === undefined ? view.clientAddress : undefined;
+    const ip =
+      resolved !== undefined
+        ? (parseHop(resolved) ?? parseHop(view.remoteAddress))
+        : this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
+    const ipKey = ip === undefined ? 'unknown' : this.#ip.group(ip);
+    return { ip, ipKey, ipPart: this.#ipPart(ipKey), apiKey: readApiKey(view.headers, this.#apiKeyHeader) };
+  }
+
+  #denied(set: RuleSet<Req>, ids: Identity): boolean {
+    return set.deny.has(ids) || this.#deny.has(ids);
+  }
+
+  /** The limiter's answer for a client that is not deny-listed (nor allowed by a function). */
+  #decide(
+    req: Req,
+    view: RequestView,
+    set: RuleSet<Req>,
+    ids: Identity,
+    user: string | undefined,
+    cost: number | undefined,
+  ): Promise<Outcome> {
+    const o = this.#o;
+    if ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids))
+      return Promise.resolve(NOTHING);
+    let plan: Plan<Req>;
+    let decided: Promise<Decision> | undefined;
     try {
       plan = this.#plan(req, view, set, ids, user, cost);
-      if (plan.enforcedChecks.length > 0) decision = await o.limiter.consume(plan.enforcedChecks);
+      if (plan.enforced.length > 0) decided = o.limiter.consume(plan.enforced);
     } catch (err) {
-      // A failing store, a `by` function that threw, or a policy removed from the limiter while a
-      // rule still names it: the same answer as a store failure, never a 500.
-      this.#report(err, req);
-      return o.passOnStoreError ? NOTHING : this.#unavailable();
+      return Promise.resolve(this.#failed(err, req));
     }
-    if (plan.results.length === 0) return NOTHING;
+    if (decided === undefined) return Promise.resolve(this.#shadowed(req, view, ids, plan, undefined));
+    return decided.then(
+      (decision) => this.#shadowed(req, view, ids, plan, decision),
+      (err: unknown) => this.#failed(err, req),
+    );
+  }
+
+  /**
+   * A failing store, a `by` function that threw, or a policy removed from the limiter while a rule
+   * still names it: the same answer as a store failure, never a 500.
+   */
+  #failed(err: unknown, req: Req): Outcome {
+    this.#report(err, req);
+    return this.#o.passOnStoreError ? NOTHING : this.#unavailable();
+  }
+
+  /** The outcome once the enforced rules are decided, after deciding the shadow rules when any. */
+  #shadowed(
+    req: Req,
+    view: RequestView,
+    ids: Identity,
+    plan: Plan<Req>,
+    decision: Decision | undefined,
+  ): Outcome | Promise<Outcome> {
+    const { results, shadow } = plan;
+    if (results.length === 0) return NOTHING;
     const decided = decision?.checks;
     let next = 0;
-    for (const p of plan.planned) if (p.result.enforced) p.result.decision = decided?.[next++];
-    const { shadow } = plan;
-    if (shadow !== undefined && decision?.allowed !== false) {
-      try {
-        // All-or-nothing among shadow rules too: what enforcing them would have counted.
-        const d = await o.limiter.consume(shadow.map((r) => r.check));
-        shadow.forEach((r, i) => {
-          r.result.decision = d.checks?.[i];
-        });
-      } catch (err) {
+    for (const r of results) if (r.enforced) r.decision = decided?.[next++];
+    if (shadow === undefined || decision?.allowed === false) return this.#outcome(req, view, ids, plan);
+    // All-or-nothing among shadow rules too: what enforcing them would have counted.
+    return this.#o.limiter.consume(shadow).then(
+      (d) => {
+        next = 0;
+        for (const r of results) if (!r.enforced) r.decision = d.checks?.[next++];
+        return this.#outcome(req, view, ids, plan);
+      },
+      (err: unknown) => {
         this.#report(err, req);
-      }
-    }
-    return this.#outcome(req, view, ids, plan);
+        return this.#outcome(req, view, ids, plan);
+      },
+    );
   }
 
   /** The rules this request meets, as limiter checks split into enforced and shadow. */
@@ -387,10 +462,9 @@ export class RateLimitCore<Req> {
     ids: Identity,
     user: string | undefined,
     cost: number | undefined,
-  ): Plan {
+  ): Plan<Req> {
     const planRules = ids.plan === undefined ? undefined : set.plans.get(ids.plan);
-    const rules =
-      planRules === undefined || planRules.length === 0 ? set.rules : [...set.rules, ...planRules];
+    const all = planRules === undefined || planRules.length === 0 ? set.rules : [...set.rules, ...planRules];
     // Split only if a route table is consulted: a rule's routes, or costs without a cost given.
     let paths: SplitPaths | undefined;
     let routeCost = 1;
@@ -398,49 +472,52 @@ export class RateLimitCore<Req> {
       paths = new SplitPaths([view.routePattern, view.path]);
       routeCost = set.costs.match(view.method, paths)?.value ?? 1;
     }
-    const plan: Plan = { planned: [], results: [], enforcedChecks: [], shadow: undefined };
-    // HEAD runs the GET handler (Express, Fastify), so it shares the GET route's bucket.
-    const upper = view.method.toUpperCase();
-    const method = upper === 'HEAD' ? 'GET' : upper;
-    const route = `${method} ${view.routePattern ?? normalizePath(view.path)}`;
-    for (const rule of rules) {
+    const route = this.#route(view);
+    const results: RuleResult[] = [];
+    const windows: number[] = [];
+    const checks: Check[] = [];
+    let shadowed = false;
+    // The rules met, copied only once a rule's routes leave one out.
+    let met: CompiledRule<Req>[] | undefined;
+    for (let r = 0; r < all.length; r++) {
+      const rule = all[r]!;
       let routeMatch: { pattern: string } | undefined;
       if (rule.routes) {
         paths ??= new SplitPaths([view.routePattern, view.path]);
         routeMatch = rule.routes.match(view.method, paths);
-        if (!routeMatch) continue;
+        if (!routeMatch) {
+          met ??= all.slice(0, r);
+          continue;
+        }
       }
+      met?.push(rule);
       const keyRoute = routeMatch?.pattern ?? route;
       let key = '';
       for (let i = 0; i < rule.by.length; i++) {
         const part = this.#part(rule.by[i]!, i, req, ids, user, keyRoute);
         key = key === '' ? part : `${key}&${part}`;
       }
-      const result: RuleResult = {
+      const ruleCost = rule.weighted ? (cost ?? routeCost) : 1;
+      const enforced = isEnforced(rule, ids.client);
+      results.push({
         name: rule.name,
         policy: rule.policy,
         key,
-        cost: rule.weighted ? (cost ?? routeCost) : 1,
-        enforced: isEnforced(rule, ids.client),
+        cost: ruleCost,
+        enforced,
         decision: undefined,
-      };
-      const planned: Planned = {
-        result,
-        // route and shadow only reach the limiter's observers (metrics, logs, alerts).
-        check: { policy: rule.policy, key, cost: result.cost, route, shadow: !result.enforced },
-        windowSeconds: this.#o.limiter.describe(rule.policy).windowSeconds,
-        clientOnly: rule.clientOnly,
-      };
-      plan.planned.push(planned);
-      plan.results.push(result);
-      if (result.enforced) plan.enforcedChecks.push(planned.check);
-      else if (plan.shadow === undefined) plan.shadow = [planned];
-      else plan.shadow.push(planned);
+      });
+      windows.push(this.#o.limiter.describe(rule.policy).windowSeconds);
+      // route and shadow only reach the limiter's observers (metrics, logs, alerts).
+      checks.push({ policy: rule.policy, key, cost: ruleCost, route, shadow: !enforced });
+      if (!enforced) shadowed = true;
     }
-    return plan;
+    const shadow = shadowed ? checks.filter((c) => c.shadow) : undefined;
+    const enforced = shadowed ? checks.filter((c) => !c.shadow) : checks;
+    return { results, rules: met ?? all, windows, enforced, shadow };
   }
 
-  #outcome(req: Req, view: RequestView, ids: Identity, plan: Plan): Outcome {
+  #outcome(req: Req, view: RequestView, ids: Identity, plan: Plan<Req>): Outcome {
     const o = this.#o;
     const now = this.#now();
     const { results } = plan;
@@ -451,12 +528,12 @@ export class RateLimitCore<Req> {
     // The enforced rule single-limit headers report (see `reported`), and its state.
     let primaryResult: RuleResult | undefined;
     let primaryState: RuleState | undefined;
-    for (const p of plan.planned) {
-      const r = p.result;
+    for (let i = 0; i < results.length; i++) {
+      const r = results[i]!;
       if (r.enforced) {
         if (r.decision === undefined) continue;
         // A rule by client alone is partitioned by the client key itself (as express-rate-limit hashes it).
-        const s = state(r, p.windowSeconds, p.clientOnly ? ids.client : r.key);
+        const s = state(r, plan.windows[i]!, plan.rules[i]!.clientOnly ? ids.client : r.key);
         states.push(s);
         if (!r.decision.allowed) refused = true;
         if (primaryResult === undefined || reported(r, primaryResult)) {
@@ -539,20 +616,45 @@ export class RateLimitCore<Req> {
       case 'client':
         return keyPart('client', ids.client);
       case 'apiKey':
-        return ids.apiKey === undefined ? keyPart('ip', ids.ipKey) : keyPart('apiKey', ids.apiKey);
+        return ids.apiKey === undefined ? ids.ipPart : keyPart('apiKey', ids.apiKey);
       case 'user':
-        return typeof user === 'string' && user.length > 0 ? keyPart('user', user) : keyPart('ip', ids.ipKey);
+        return typeof user === 'string' && user.length > 0 ? keyPart('user', user) : ids.ipPart;
       case 'ip':
-        return keyPart('ip', ids.ipKey);
+        return ids.ipPart;
       case 'route':
         return keyPart('route', route);
       case 'global':
         return GLOBAL;
       default: {
         const value = part(req);
-        return typeof value === 'string' ? keyPart(`fn${index}`, value) : keyPart('ip', ids.ipKey);
+        return typeof value === 'string' ? keyPart(`fn${index}`, value) : ids.ipPart;
       }
     }
+  }
+
+  /**
+   * `ip=…` of an address key, the last one kept: a busy client's requests share one string, so
+   * the limiter's table hashes it once, not once per request.
+   */
+  #ipPart(ipKey: string): string {
+    if (ipKey !== this.#lastIp.ipKey) this.#lastIp = { ipKey, part: keyPart('ip', ipKey) };
+    return this.#lastIp.part;
+  }
+
+  /**
+   * The route of a request as observers see it (`GET /users/:id`), the last one kept: a busy
+   * client asks for the same route again and again.
+   */
+  #route(view: RequestView): string {
+    const last = this.#lastRoute;
+    if (view.method === last.method && view.routePattern === last.pattern && view.path === last.path) {
+      return last.route;
+    }
+    // HEAD runs the GET handler (Express, Fastify), so it shares the GET route's bucket.
+    const upper = view.method.toUpperCase();
+    const route = `${upper === 'HEAD' ? 'GET' : upper} ${view.routePattern ?? normalizePath(view.path)}`;
+    this.#lastRoute = { method: view.method, pattern: view.routePattern, path: view.path, route };
+    return route;
   }
 
   #cost(req: Req): number | undefined {
@@ -621,16 +723,21 @@ function identify(
         ? String(custom)
         : listed !== undefined
           ? `apiKey=${peer.apiKey}`
-          : `ip=${peer.ipKey}`;
+          : peer.ipPart;
   // Fields listed, not spread: a spread copies through a slow generic path on every request.
   return {
     apiKey: peer.apiKey,
     ip: peer.ip,
     ipKey: peer.ipKey,
+    ipPart: peer.ipPart,
     client,
     plan: listed ?? set.defaultPlan,
     listedApiKey: listed !== undefined ? peer.apiKey : undefined,
   };
+}
+
+function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
 }
 
 function hasPolicy(limiter: Limiter, policy: string): boolean {

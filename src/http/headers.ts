@@ -182,8 +182,15 @@ function partitionKey(key: string): string {
   return Buffer.from(hex).toString('base64');
 }
 
-/** The list headers, as `rateLimitHeaders` spells them (the names are its own, never a caller's). */
-const LIST_HEADERS = new Set(['RateLimit', 'RateLimit-Policy']);
+/**
+ * The list headers, as `rateLimitHeaders` spells them (the names are its own, never a caller's),
+ * and as Node keys them: `getHeader` lower-cases the name it is given, and a name already in lower
+ * case comes back as the same string, not a new one.
+ */
+const LIST_HEADERS = new Map([
+  ['RateLimit', 'ratelimit'],
+  ['RateLimit-Policy', 'ratelimit-policy'],
+]);
 
 /**
  * `setRateLimitHeaders`, unless the response's headers are already out (then nothing is set).
@@ -214,7 +221,8 @@ export function setRateLimitHeaders(
   let lists = false;
   for (const [name, value] of headers) if (name === 'RateLimit-Policy' && value.startsWith('"')) lists = true;
   for (const [name, value] of headers) {
-    const earlier = lists && LIST_HEADERS.has(name) ? res.getHeader(name) : undefined;
+    const listed = lists ? LIST_HEADERS.get(name) : undefined;
+    const earlier = listed === undefined ? undefined : res.getHeader(listed);
     res.setHeader(name, earlier === undefined ? value : [...[earlier].flat().map(String), value]);
   }
 }

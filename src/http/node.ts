@@ -37,8 +37,7 @@ export type NodeRateLimit = (req: IncomingMessage, res: ServerResponse) => Promi
 export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
   const core = new RateLimitCore(options, nodeView);
   const property = options.requestPropertyName ?? 'rateLimit';
-  return async (req, res) => {
-    const outcome = await core.check(req);
+  const apply = (req: IncomingMessage, res: ServerResponse, outcome: Outcome): boolean => {
     (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
     sendRateLimitHeaders(res, outcome.headers);
     if (outcome.action === 'next') return true;
@@ -46,6 +45,7 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
     else sendRefusal(res, outcome);
     return false;
   };
+  return (req, res) => core.check(req).then((outcome) => apply(req, res, outcome));
 }
 
 /** What the limiter reads from a plain Node request. */
