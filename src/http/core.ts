@@ -236,6 +236,8 @@ export class RateLimitCore<Req> {
   readonly #allow: ClientList;
   readonly #deny: ClientList;
   readonly #standard: StandardHeaders | false;
+  /** `#readsApiKey` of each rule set seen. */
+  readonly #apiKeyReaders = new WeakMap<RuleSet<Req>, boolean>();
   /** Options whose answers `check` waits for before deciding: `skip`, allow/deny functions. */
   readonly #awaits: boolean;
   #lastIp = { ipKey: '', part: '' };
@@ -349,15 +351,15 @@ export class RateLimitCore<Req> {
     const view = this.#view(req);
     const custom = o.keyGenerator ? await o.keyGenerator(req) : undefined;
     const user = o.user?.(req);
-    const peer = this.#peer(view);
     const seen = this.#ruleSet();
+    const peer = this.#peer(view, seen);
     const provisional = identify(peer, seen, custom);
     const allowFn = typeof o.allowList === 'function' && (await o.allowList(req, provisional.client));
     const denyFn = typeof o.denyList === 'function' && (await o.denyList(req, provisional.client));
     const cost = this.#cost(req);
     // From here to consume() nothing awaits, so a plans reload cannot swap policies underneath.
     const set = this.#ruleSet();
-    const ids = set === seen ? provisional : identify(peer, set, custom);
+    const ids = set === seen ? provisional : identify(this.#peer(view, set), set, custom);
     if (denyFn || this.#denied(set, ids)) return this.#forbidden();
     if (allowFn) return NOTHING;
     return this.#decide(req, view, set, ids, user, cost);
@@ -366,16 +368,15 @@ export class RateLimitCore<Req> {
   /** `check` once the client key is known, with nothing to wait for before the limiter. */
   #identified(req: Req, view: RequestView, custom: string | number | undefined): Promise<Outcome> {
     const user = this.#o.user?.(req);
-    const peer = this.#peer(view);
     const set = this.#ruleSet();
-    const ids = identify(peer, set, custom);
+    const ids = identify(this.#peer(view, set), set, custom);
     const cost = this.#cost(req);
     if (this.#denied(set, ids)) return Promise.resolve(this.#forbidden());
     return this.#decide(req, view, set, ids, user, cost);
   }
 
-  /** Who sent the request, as far as the request itself says. */
-  #peer(view: RequestView): Peer {
+  /** Who sent the request, as far as the request itself says (and `set` asks). */
+  #peer(view: RequestView, set: RuleSet<Req>): Peer {
     // Without our own trustProxy, the framework's resolved address (its trust proxy setting) counts.
     const resolved = this.#o.trustProxy === undefined ? view.clientAddress : undefined;
     const ip =
@@ -383,7 +384,26 @@ export class RateLimitCore<Req> {
         ? (parseHop(resolved) ?? parseHop(view.remoteAddress))
         : this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
     const ipKey = ip === undefined ? 'unknown' : this.#ip.group(ip);
-    return { ip, ipKey, ipPart: this.#ipPart(ipKey), apiKey: readApiKey(view.headers, this.#apiKeyHeader) };
+    const apiKey = this.#readsApiKey(set) ? readApiKey(view.headers, this.#apiKeyHeader) : undefined;
+    return { ip, ipKey, ipPart: this.#ipPart(ipKey), apiKey };
+  }
+
+  /**
+   * Whether anything under `set` looks at the API key: plans, allow or deny lists, a rule by
+   * `apiKey`. Otherwise the header is not read (an Express request's `headers` is a lookup of its own).
+   */
+  #readsApiKey(set: RuleSet<Req>): boolean {
+    let reads = this.#apiKeyReaders.get(set);
+    if (reads === undefined) {
+      const byApiKey = (rules: readonly CompiledRule<Req>[]) => rules.some((r) => r.by.includes('apiKey'));
+      reads =
+        set.keys.size > 0 ||
+        set.allow.size + set.deny.size + this.#allow.size + this.#deny.size > 0 ||
+        byApiKey(set.rules) ||
+        [...set.plans.values()].some(byApiKey);
+      this.#apiKeyReaders.set(set, reads);
+    }
+    return reads;
   }
 
   #denied(set: RuleSet<Req>, ids: Identity): boolean {

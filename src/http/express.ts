@@ -231,7 +231,7 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       const limit = cores ? await cores.limit(req, res) : undefined;
       if (limit === 0) {
         const { refusal, took } = await cores!.refuseAll(req, res);
-        setInfo(req, refusal.info);
+        setInfo(req, res, refusal.info);
         sendRateLimitHeaders(res, refusal.headers);
         if (settled) giveBackWhen(settled, req, res, resolved, cores!.limiter, [took]);
         const handler = resolved.handler ?? sendRefusal;
@@ -240,7 +240,7 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       const c = cores ? cores.for(limit!)! : native!;
       const outcome = await c.core.check(req);
       const info = outcome.info;
-      setInfo(req, info);
+      setInfo(req, res, info);
       sendRateLimitHeaders(res, outcome.headers);
       if (outcome.action === 'next') {
         if (settled && info) giveBackWhen(settled, req, res, resolved, c.limiter, taken(info));
@@ -269,14 +269,15 @@ export function expressView(req: Request): RequestView {
 }
 
 /**
- * The addresses are read only when asked for: `req.ip` runs Express's trust-proxy walk over
- * `X-Forwarded-For`, and the limiter needs either it or the socket's address, not both.
+ * The addresses and headers are read only when asked for: `req.ip` runs Express's trust-proxy
+ * walk over `X-Forwarded-For`, and the limiter needs either it or the socket's address, not both;
+ * each property of an Express request is a lookup of its own (every request has a hidden class of
+ * its own), and the headers are needed only for API keys and forwarded addresses.
  */
 class ExpressView implements RequestView {
   readonly method: string;
   readonly path: string;
   readonly routePattern: string | undefined;
-  readonly headers: Request['headers'];
   readonly #req: Request;
 
   constructor(req: Request) {
@@ -286,8 +287,11 @@ class ExpressView implements RequestView {
     this.method = req.method;
     this.path = pathOf(req.originalUrl ?? req.url);
     this.routePattern = typeof routePath === 'string' ? `${req.baseUrl}${routePath}` : undefined;
-    this.headers = req.headers;
     this.#req = req;
+  }
+
+  get headers(): Request['headers'] {
+    return this.#req.headers;
   }
 
   get remoteAddress(): string | undefined {
