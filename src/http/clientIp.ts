@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { ConfigError, shown } from '../errors.js';
+import { memoize } from './memo.js';
 
 /**
  * Which peers may tell us the client's address in `X-Forwarded-For`:
@@ -35,9 +36,8 @@ const MAX_HOPS = 32;
 /** Resolves the client address of a request, honouring trusted proxies, and groups IPv6 by prefix. */
 export class ClientIp {
   readonly #trusted: (address: string, hop: number) => boolean;
-  readonly #subnet: number | false;
-  /** `group`'s last answer: a busy client's requests group the same address. */
-  #lastGroup = { address: '', key: '' };
+  /** `group`'s answers: a busy gateway's clients come back again and again. */
+  readonly #groups: (address: string) => string;
 
   constructor(options: ClientIpOptions = {}) {
     this.#trusted = compileTrust(options.trustProxy ?? false);
@@ -48,7 +48,7 @@ export class ClientIp {
         `expected an integer from 1 to 128 or false, got ${String(subnet)}`,
       );
     }
-    this.#subnet = subnet;
+    this.#groups = memoize((address) => ipKey(address, subnet), ADDRESSES);
   }
 
   /**
@@ -75,10 +75,7 @@ export class ClientIp {
 
   /** The address (from `address` or `normalize`) as a limiter key part: see `ipKey`. */
   group(address: string): string {
-    if (address !== this.#lastGroup.address) {
-      this.#lastGroup = { address, key: ipKey(address, this.#subnet) };
-    }
-    return this.#lastGroup.key;
+    return this.#groups(address);
   }
 }
 
@@ -210,17 +207,17 @@ export function normalize(raw: string | undefined): string | undefined {
  * bracketed IPv6 address. Undefined if not an IP.
  */
 export function parseHop(raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  // A busy client's requests come from one peer address: parsed once, not once per request.
-  if (raw !== lastHop.raw) lastHop = { raw, address: parseHopUncached(raw) };
-  return lastHop.address;
+  return raw === undefined ? undefined : hops(raw);
 }
 
-/** `parseHop`'s last answer. */
-let lastHop: { raw: string | undefined; address: string | undefined } = {
-  raw: undefined,
-  address: undefined,
-};
+/**
+ * How many addresses `parseHop` and `ClientIp.group` keep the answer for, and the longest they
+ * keep (an IPv6 address with a zone, brackets and a port is well under it).
+ */
+const ADDRESSES = { size: 4096, maxKeyLength: 64 };
+
+/** A gateway's clients (and proxies) come back again and again: each hop parsed once, not once per request. */
+const hops = memoize(parseHopUncached, ADDRESSES);
 
 function parseHopUncached(raw: string): string | undefined {
   const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(raw);

@@ -1,4 +1,5 @@
 import { ConfigError } from '../errors.js';
+import { memoize } from './memo.js';
 
 /**
  * Route patterns: an optional method, then a path whose segments are literals, `:name` (any one
@@ -42,7 +43,7 @@ export class SplitPaths {
   }
 
   get segments(): readonly (readonly string[])[] {
-    this.#segments ??= this.#paths.flatMap((p) => (p === undefined ? [] : [segmentsOf(p)]));
+    this.#segments ??= this.#paths.flatMap((p) => (p === undefined ? [] : [pathSegments(p)]));
     return this.#segments;
   }
 }
@@ -98,8 +99,17 @@ function matches(p: Pattern<unknown>, segments: readonly string[]): boolean {
 
 /** The path as routing sees it (`//Users//42/` -> `/users/42`), so variants share a `route` key. */
 export function normalizePath(path: string): string {
-  return isNormal(path) ? path : `/${segmentsOf(path).join('/')}`;
+  return isNormal(path) ? path : `/${pathSegments(path).join('/')}`;
 }
+
+/**
+ * `segmentsOf` of request paths, each split once: a gateway's clients ask for the same routes
+ * again and again. Callers only read the arrays.
+ */
+const pathSegments: (path: string) => readonly string[] = memoize(segmentsOf, {
+  size: 4096,
+  maxKeyLength: 256,
+});
 
 /** Already what `normalizePath` makes of it (most requests): starts with `/`, and nothing to change. */
 function isNormal(path: string): boolean {
