@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { ConfigError, shown } from '../errors.js';
 import type { Limiter } from '../limiter.js';
-import { RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
+import { type Outcome, RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
 import { type PeerFastifyOptions, type RateLimitResult, registerPeer } from './fastifyPeer.js';
 import type { Refusal } from './node.js';
 import { pathOf, type RequestView } from './request.js';
@@ -144,11 +144,14 @@ function routeHandler(
     // The route's pattern is known here; `request.routeOptions` builds a new object per read.
     (request) => viewOf(request, pattern),
   );
-  return async (request, reply) => {
-    const outcome = await core.check(request);
+  const apply = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    outcome: Outcome,
+  ): FastifyReply | undefined => {
     request.rateLimit = outcome.info;
     for (const [name, value] of outcome.headers) reply.header(name, value);
-    if (outcome.action === 'next') return;
+    if (outcome.action === 'next') return undefined;
     reply.code(outcome.status);
     if (o.errorResponseBuilder) {
       const context: ErrorResponseContext = {
@@ -168,6 +171,8 @@ function routeHandler(
     }
     return reply;
   };
+  // A promise, as an async hook returns (Fastify waits for it), without an async function around it.
+  return (request, reply) => core.check(request).then((outcome) => apply(request, reply, outcome));
 }
 
 /** What the limiter reads from a Fastify request; the route pattern comes from the router. */
@@ -176,14 +181,38 @@ export function fastifyView(request: FastifyRequest): RequestView {
 }
 
 function viewOf(request: FastifyRequest, routePattern: string | undefined): RequestView {
-  return {
-    method: request.method,
-    path: pathOf(request.url),
-    routePattern,
-    headers: request.headers,
-    remoteAddress: request.socket.remoteAddress,
-    clientAddress: request.ip,
-  };
+  return new FastifyView(request, routePattern);
+}
+
+/**
+ * The addresses are read only when asked for: the limiter needs `request.ip` (Fastify's
+ * trustProxy applied) or the socket's address, not both, and the headers only for API keys and
+ * forwarded addresses.
+ */
+class FastifyView implements RequestView {
+  readonly method: string;
+  readonly path: string;
+  readonly routePattern: string | undefined;
+  readonly #request: FastifyRequest;
+
+  constructor(request: FastifyRequest, routePattern: string | undefined) {
+    this.method = request.method;
+    this.path = pathOf(request.url);
+    this.routePattern = routePattern;
+    this.#request = request;
+  }
+
+  get headers(): FastifyRequest['headers'] {
+    return this.#request.headers;
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.#request.socket.remoteAddress;
+  }
+
+  get clientAddress(): string | undefined {
+    return this.#request.ip;
+  }
 }
 
 // What fastify-plugin would set, without the dependency: hooks apply outside the plugin's scope.
