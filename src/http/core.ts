@@ -207,6 +207,18 @@ interface Identity extends Peer {
   listedApiKey: string | undefined;
 }
 
+/** What is known of a request before the limiter decides it. */
+interface Asked<Req> {
+  req: Req;
+  view: RequestView;
+  /** The rule set it is decided under (a plans file may swap it between requests). */
+  set: RuleSet<Req>;
+  ids: Identity;
+  user: string | undefined;
+  /** The cost the options give it, if they give one (else the route's). */
+  cost: number | undefined;
+}
+
 /** The rules a request meets, in rule order. */
 interface Plan<Req> {
   /** Each rule's part in the decision, as `RateLimitInfo.rules` shows it. */
@@ -362,7 +374,7 @@ export class RateLimitCore<Req> {
     const ids = set === seen ? provisional : identify(this.#peer(view, set), set, custom);
     if (denyFn || this.#denied(set, ids)) return this.#forbidden();
     if (allowFn) return NOTHING;
-    return this.#decide(req, view, set, ids, user, cost);
+    return this.#decide({ req, view, set, ids, user, cost });
   }
 
   /** `check` once the client key is known, with nothing to wait for before the limiter. */
@@ -372,7 +384,7 @@ export class RateLimitCore<Req> {
     const ids = identify(this.#peer(view, set), set, custom);
     const cost = this.#cost(req);
     if (this.#denied(set, ids)) return Promise.resolve(this.#forbidden());
-    return this.#decide(req, view, set, ids, user, cost);
+    return this.#decide({ req, view, set, ids, user, cost });
   }
 
   /** Who sent the request, as far as the request itself says (and `set` asks). */
@@ -411,21 +423,15 @@ export class RateLimitCore<Req> {
   }
 
   /** The limiter's answer for a client that is not deny-listed (nor allowed by a function). */
-  #decide(
-    req: Req,
-    view: RequestView,
-    set: RuleSet<Req>,
-    ids: Identity,
-    user: string | undefined,
-    cost: number | undefined,
-  ): Promise<Outcome> {
+  #decide(asked: Asked<Req>): Promise<Outcome> {
     const o = this.#o;
+    const { req, view, set, ids } = asked;
     if ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids))
       return Promise.resolve(NOTHING);
     let plan: Plan<Req>;
     let decided: Promise<Decision> | undefined;
     try {
-      plan = this.#plan(req, view, set, ids, user, cost);
+      plan = this.#plan(asked);
       if (plan.enforced.length > 0) decided = o.limiter.consume(plan.enforced);
     } catch (err) {
       return Promise.resolve(this.#failed(err, req));
@@ -475,14 +481,7 @@ export class RateLimitCore<Req> {
   }
 
   /** The rules this request meets, as limiter checks split into enforced and shadow. */
-  #plan(
-    req: Req,
-    view: RequestView,
-    set: RuleSet<Req>,
-    ids: Identity,
-    user: string | undefined,
-    cost: number | undefined,
-  ): Plan<Req> {
+  #plan({ req, view, set, ids, user, cost }: Asked<Req>): Plan<Req> {
     const planRules = ids.plan === undefined ? undefined : set.plans.get(ids.plan);
     const all = planRules === undefined || planRules.length === 0 ? set.rules : [...set.rules, ...planRules];
     // Split only if a route table is consulted: a rule's routes, or costs without a cost given.
