@@ -10,6 +10,7 @@ import {
   type PolicyDescription,
   type Reservation,
   type SlotHandle,
+  withChecks,
 } from './decision.js';
 import { clockOption, MAX_TIMER_MS } from './duration.js';
 import type { Consumed, Counters, EngineContext, KeyState, Method } from './engines/engine.js';
@@ -168,24 +169,6 @@ function tightest(checks: readonly Decision[]): Decision {
     if (d.remaining / d.limit < tight.remaining / tight.limit) tight = d;
   }
   return tight;
-}
-
-/**
- * `decision` with the rules' own decisions. Fields listed, not spread: a spread of a decision took
- * the generic copy path and cost more than the rest of a multi-rule lease hit together.
- */
-function withChecks(decision: Decision, checks: readonly Decision[]): Decision {
-  return {
-    allowed: decision.allowed,
-    policy: decision.policy,
-    key: decision.key,
-    limit: decision.limit,
-    remaining: decision.remaining,
-    resetMs: decision.resetMs,
-    retryAfterMs: decision.retryAfterMs,
-    source: decision.source,
-    checks,
-  };
 }
 
 /** A single-check consume's answer: the decision, listing itself as its one check. */
