@@ -1,5 +1,6 @@
 import { clockOption } from '../duration.js';
-import { ClosedError } from '../errors.js';
+import { ClosedError, ConfigError } from '../errors.js';
+import { knownOptions } from '../options.js';
 import type { Operation, Store } from './store.js';
 
 export interface MemoryStoreOptions {
@@ -30,6 +31,10 @@ export class MemoryStore implements Store {
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new ConfigError('options', 'expected an object { now? }');
+    }
+    knownOptions(options, ['now']);
     this.#now = clockOption(options.now) ?? Date.now;
   }
 

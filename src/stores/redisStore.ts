@@ -8,6 +8,7 @@ import {
   StoreUnavailableError,
   TokenleaseError,
 } from '../errors.js';
+import { knownOptions } from '../options.js';
 import { luaScript } from '../scripts.js';
 import { Batcher, type BatchItem, type ItemReply } from './batcher.js';
 import { deadline } from './deadline.js';
@@ -74,9 +75,10 @@ export interface BatchOptions {
 }
 
 function batchOptions(options: BatchOptions | undefined): Required<BatchOptions> {
-  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
     throw new ConfigError('batch', 'expected an object { maxItems?, maxWaitMs?, maxInFlight? }');
   }
+  if (options !== undefined) knownOptions(options, ['maxItems', 'maxWaitMs', 'maxInFlight'], 'batch');
   const { maxItems = 256, maxWaitMs = 2, maxInFlight = 16 } = options ?? {};
   if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > 10_000) {
     throw new ConfigError('batch.maxItems', `expected an integer from 1 to 10000, got ${String(maxItems)}`);
@@ -222,6 +224,8 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   readonly #batcher: Batcher;
   #everReady: boolean;
   #closed = false;
+  /** The last loading of the batch script (`#loadScript`); settles, never rejects. */
+  #scriptLoaded: Promise<void> | undefined;
   /**
    * Each batch in flight: what rejects it, and the node it went to (`host:port`, '' on a single
    * Redis). See `#dropInFlight`.
@@ -234,6 +238,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (!options || typeof options !== 'object' || !isRedisClient(options.client)) {
       throw new ConfigError('client', 'expected an ioredis Redis or Cluster instance');
     }
+    knownOptions(options, ['client', 'timeoutMs', 'prefix', 'now', 'onWarning', 'slotGroups', 'batch']);
     const timeoutMs = options.timeoutMs ?? 50;
     if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
       throw new ConfigError(
@@ -277,6 +282,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     });
     this.#listen(client, 'ready', () => {
       this.#everReady = true;
+      void this.#loadScript();
       this.#batcher.ready();
     });
     this.#listen(client, 'close', () => this.#dropInFlight(undefined));
@@ -290,6 +296,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     // before a connection is up: without this, `ready()` would wait forever and every call time out.
     if (client.status === 'wait') client.connect().catch(() => {});
     const warn = options.onWarning ?? console.warn;
+    if (client.status === 'ready') void this.#loadScript();
     if (client.status === 'ready') void this.#checkEviction(warn);
     else client.once('ready', () => void this.#checkEviction(warn));
   }
@@ -307,6 +314,25 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   /** The connection the store runs on: a safe duplicate of the client passed in, unless that one was safe. */
   get client(): C {
     return this.#client as unknown as C;
+  }
+
+  /**
+   * Loads the batch script on every master at each (re)connect, so that the first call runs its
+   * EVALSHA at once rather than paying a NOSCRIPT and an EVAL of the whole script: tens of ms on a
+   * busy machine, past a call's timeout, so a process's first decision fell back. Best effort: a
+   * call answered NOSCRIPT still sends the script itself.
+   */
+  #loadScript(): Promise<void> {
+    const { source } = luaScript('batch');
+    const masters = isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
+    this.#scriptLoaded = within(
+      Promise.all(masters.map((node) => node.script('LOAD', source))),
+      RECONNECT_MAX_MS,
+    ).then(
+      () => {},
+      () => {},
+    );
+    return this.#scriptLoaded;
   }
 
   /**
@@ -341,8 +367,9 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
 
   /**
    * Resolves once the connection the store uses is ready; for a Cluster, once every master has
-   * answered too. Calls made before then may fail (and fall back): no command waits in a queue, and
-   * a Cluster refuses commands to a node whose connection is still being set up.
+   * answered too; and once the batch script is loaded (or that failed). Calls made before then may
+   * fail (and fall back): no command waits in a queue, and a Cluster refuses commands to a node
+   * whose connection is still being set up.
    */
   async ready(): Promise<void> {
     if (this.#client.status !== 'ready') {
@@ -359,7 +386,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
         this.#client.once('end', onEnd);
       });
     }
-    if (!isCluster(this.#client)) return;
+    if (!isCluster(this.#client)) {
+      await (this.#scriptLoaded ?? this.#loadScript());
+      return;
+    }
     // Setting up a node connection may take a while (the ping waits for it), so each attempt has
     // a deadline and a few are allowed.
     for (let attempt = 1; ; attempt++) {
@@ -368,6 +398,8 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
           Promise.all(this.#client.nodes('master').map((node) => node.ping())),
           Math.max(this.#timeoutMs, RECONNECT_MAX_MS),
         );
+        // The load at the cluster's 'ready' may have found node connections still being set up.
+        await this.#loadScript();
         return;
       } catch (err) {
         if (attempt === READY_ATTEMPTS) {

@@ -277,3 +277,26 @@ describe('clocks and header names', () => {
     },
   );
 });
+
+describe('store options', () => {
+  it.each([
+    [{ timeout: 5 }, 'timeout'],
+    [{ batch: { maxItem: 1 } }, 'batch.maxItem'],
+    [{ batch: [] }, 'batch'],
+    [{ slotGroup: 4 }, 'slotGroup'],
+  ])('RedisStore(%j) is a ConfigError naming %s (it was ignored: timeoutMs stayed 50)', (extra, field) => {
+    const err = rejection(() => new RedisStore({ client: redisClient(), ...(extra as object) }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe(field);
+  });
+
+  it.each([
+    [{ nowe: () => 0 }, 'nowe'],
+    [null, 'options'],
+    [[], 'options'],
+  ])('MemoryStore(%j) is a ConfigError naming %s', (options, field) => {
+    const err = rejection(() => new MemoryStore(options as never));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe(field);
+  });
+});
