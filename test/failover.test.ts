@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   ConfigError,
   type Decision,
@@ -9,6 +9,7 @@ import {
 } from '../src/index.js';
 import { storageKey } from '../src/stores/keys.js';
 import { tokenBucketAcquire } from '../src/stores/tokenBucketOps.js';
+import { closedAfterEach } from './support/closedAfterEach.js';
 import { FaultyStore } from './support/faultyStore.js';
 
 const DAY = '1d' as const;
@@ -18,11 +19,7 @@ function clock(start = 1_000_000) {
   return { now: () => t, advance: (ms: number) => (t += ms) };
 }
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 function setup(policies: Record<string, TokenBucketPolicy>, options: Partial<LimiterOptions> = {}) {
   const c = clock();

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   ArgumentError,
   ConfigError,
@@ -10,15 +10,12 @@ import {
   type PolicyConfig,
   type StoreCallEvent,
 } from '../../src/index.js';
+import { closedAfterEach } from '../support/closedAfterEach.js';
 
 const exact: PolicyConfig = { algorithm: 'token-bucket', rate: 10, burst: 10, lease: 'exact' };
 const leased: PolicyConfig = { algorithm: 'token-bucket', rate: 100, burst: 100 };
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 function setup(options: Partial<ConstructorParameters<typeof Limiter>[0]> = {}) {
   let t = 1_000_000;

@@ -1,8 +1,9 @@
 import type { Meter } from '@opentelemetry/api';
 import { DataPointType, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Limiter, MemoryStore, type PolicyConfig } from '../../src/index.js';
 import { openTelemetryObserver } from '../../src/observe/opentelemetry.js';
+import { closedAfterEach } from '../support/closedAfterEach.js';
 
 /** A reader that exports nothing by itself: the test pulls with collect(). */
 class PullReader extends MetricReader {
@@ -18,11 +19,7 @@ const policies: Record<string, PolicyConfig> = {
   exact: { algorithm: 'token-bucket', rate: 10, burst: 10, lease: 'exact' },
 };
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 /** Every data point as `name{attr=value,…} value` (histograms: their count), sorted. */
 async function points(reader: MetricReader): Promise<string[]> {

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import { register as globalRegistry, Registry } from 'prom-client';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import {
   ConfigError,
   Limiter,
@@ -11,6 +11,7 @@ import {
 } from '../../src/index.js';
 import { prometheusObserver } from '../../src/observe/prometheus.js';
 import { closeAllClients, trackClient, uniquePrefix } from '../support/clients.js';
+import { closedAfterEach } from '../support/closedAfterEach.js';
 import { startRedis } from '../support/redisServer.js';
 
 afterAll(closeAllClients);
@@ -20,11 +21,7 @@ const policies: Record<string, PolicyConfig> = {
   leased: { algorithm: 'token-bucket', rate: 100, burst: 100 },
 };
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 function setup(extra: Partial<ConstructorParameters<typeof Limiter>[0]> = {}) {
   let t = 1_000_000;

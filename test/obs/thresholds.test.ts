@@ -1,12 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Limiter, type PolicyConfig, quotaAlerts, type ThresholdEvent } from '../../src/index.js';
 import { nextFired } from '../../src/observe/thresholds.js';
+import { closedAfterEach } from '../support/closedAfterEach.js';
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 function setup(policies: Record<string, PolicyConfig>, options: { rearmMargin?: number } = {}) {
   let t = 1_000_000;

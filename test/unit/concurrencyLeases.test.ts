@@ -3,14 +3,11 @@
  * core (single-flight, slow start, grants counted, late grants handed back) and what is its own
  * (a local pool of released slots, capped by the cluster's free count).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type LeaseEvent, Limiter, MemoryStore } from '../../src/index.js';
+import { closedAfterEach } from '../support/closedAfterEach.js';
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 function setup(options: { limit?: number; maxKeys?: number; store?: MemoryStore } = {}) {
   let t = 1_000_000;
