@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { knownOptions } from '../options.js';
 import { type Outcome, RateLimitCore, type RateLimitInfo, type RateLimitOptions } from './core.js';
 import { sendRateLimitHeaders } from './headers.js';
 import { pathOf, type RequestView } from './request.js';
@@ -20,6 +21,40 @@ export interface NodeRateLimitOptions extends RateLimitOptions<IncomingMessage> 
   requestPropertyName?: string;
 }
 
+/**
+ * Every option of `rateLimit`, kept complete by the type (a key missing or extra fails to compile):
+ * a misspelt option (`trustproxy`) is refused rather than leaving its default silently in force.
+ */
+const NODE_OPTIONS = Object.keys({
+  limiter: true,
+  rules: true,
+  plans: true,
+  costs: true,
+  cost: true,
+  apiKeyHeader: true,
+  user: true,
+  trustProxy: true,
+  ipv6Subnet: true,
+  keyGenerator: true,
+  skip: true,
+  allowList: true,
+  denyList: true,
+  standardHeaders: true,
+  legacyHeaders: true,
+  hideRemaining: true,
+  statusCode: true,
+  responseFormat: true,
+  message: true,
+  passOnStoreError: true,
+  onExceeding: true,
+  onExceeded: true,
+  onShadowExceeded: true,
+  onError: true,
+  now: true,
+  handler: true,
+  requestPropertyName: true,
+} satisfies Record<keyof NodeRateLimitOptions, true>);
+
 /** Resolves true when the request may go on, false when a refusal was sent. */
 export type NodeRateLimit = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
@@ -36,6 +71,7 @@ export type NodeRateLimit = (req: IncomingMessage, res: ServerResponse) => Promi
  */
 export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
   const core = new RateLimitCore(options, nodeView);
+  knownOptions(options, NODE_OPTIONS);
   const property = options.requestPropertyName ?? 'rateLimit';
   const apply = (req: IncomingMessage, res: ServerResponse, outcome: Outcome): boolean => {
     (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;

@@ -300,3 +300,15 @@ describe('store options', () => {
     expect(err.field).toBe(field);
   });
 });
+
+describe('rateLimit options (node:http)', () => {
+  it('a misspelt option is a ConfigError naming it (trustproxy was ignored: no proxy was trusted)', async () => {
+    const limiter = new Limiter({ policies: { 'per-client': { algorithm: 'token-bucket', rate: 10 } } });
+    const err = rejection(() =>
+      rateLimit({ limiter, rules: [{ policy: 'per-client' }], trustproxy: true } as never),
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe('trustproxy');
+    await limiter.close();
+  });
+});
