@@ -13,7 +13,7 @@ import type {
   onRequestHookHandler,
   RouteOptions,
 } from 'fastify';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 import { Limiter } from '../limiter.js';
 import type { PolicyConfig, WindowLeaseOptions } from '../policy.js';
 import { MemoryStore } from '../stores/memoryStore.js';
@@ -160,6 +160,13 @@ export class PeerRateLimit {
   }
 
   #params(o: PeerFastifyOptions, scope: string): Params {
+    // A hook Fastify does not run before the handler would put the check where nothing calls it.
+    if (o.hook !== undefined && !PEER_HOOKS.includes(o.hook)) {
+      throw new ConfigError(
+        'hook',
+        `expected one of ${PEER_HOOKS.map((h) => `'${h}'`).join(', ')}, got ${shown(o.hook)}`,
+      );
+    }
     let timeWindow: Params['timeWindow'] = TRUNCATE(o.timeWindow);
     if (timeWindow === undefined && typeof o.timeWindow === 'string') timeWindow = parse(o.timeWindow);
     if (timeWindow === undefined && typeof o.timeWindow === 'function') timeWindow = o.timeWindow;
@@ -360,6 +367,9 @@ function defaultError(_req: FastifyRequest, context: PeerErrorContext): Error {
   err.statusCode = context.statusCode;
   return err;
 }
+
+/** The hooks @fastify/rate-limit runs its check in. */
+const PEER_HOOKS: readonly unknown[] = ['onRequest', 'preParsing', 'preValidation', 'preHandler'];
 
 /** Registers @fastify/rate-limit's decorators and route hooks. */
 export async function registerPeer(fastify: FastifyInstance, options: PeerFastifyOptions): Promise<void> {

@@ -4,7 +4,7 @@
 import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import rateLimit from '../../../src/http/fastify.js';
-import { Limiter } from '../../../src/index.js';
+import { ConfigError, Limiter } from '../../../src/index.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../../support/clients.js';
 
 afterAll(closeAllClients);
@@ -78,4 +78,24 @@ describe('tokenlease/fastify without a limiter', () => {
     await app.close();
     await limiter.close();
   });
+});
+
+describe('tokenlease/fastify without a limiter: bad input', () => {
+  it.each([['zz'], ['onSend'], [5]])(
+    'hook %j is a ConfigError naming `hook` (it silently turned limiting off)',
+    async (hook) => {
+      const app = Fastify();
+      let error: unknown;
+      try {
+        await app.register(rateLimit, { max: 1, timeWindow: 1000, hook: hook as never });
+        app.get('/', async () => 'ok');
+        await app.ready();
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe('hook');
+      await app.close().catch(() => {});
+    },
+  );
 });
