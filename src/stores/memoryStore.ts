@@ -3,6 +3,8 @@ import { ClosedError, ConfigError } from '../errors.js';
 import { knownOptions } from '../options.js';
 import type { Operation, Store } from './store.js';
 
+const MEMORY_STORE_OPTIONS: readonly (keyof MemoryStoreOptions)[] = ['now'];
+
 export interface MemoryStoreOptions {
   /**
    * Clock in ms. The simulator passes a virtual one.
@@ -34,7 +36,7 @@ export class MemoryStore implements Store {
     if (typeof options !== 'object' || options === null || Array.isArray(options)) {
       throw new ConfigError('options', 'expected an object { now? }');
     }
-    knownOptions(options, ['now']);
+    knownOptions(options, MEMORY_STORE_OPTIONS);
     this.#now = clockOption(options.now) ?? Date.now;
   }
 

@@ -74,11 +74,22 @@ export interface BatchOptions {
   maxInFlight?: number;
 }
 
+const BATCH_OPTIONS: readonly (keyof BatchOptions)[] = ['maxItems', 'maxWaitMs', 'maxInFlight'];
+const STORE_OPTIONS: readonly (keyof RedisStoreOptions)[] = [
+  'client',
+  'timeoutMs',
+  'prefix',
+  'now',
+  'onWarning',
+  'slotGroups',
+  'batch',
+];
+
 function batchOptions(options: BatchOptions | undefined): Required<BatchOptions> {
   if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
     throw new ConfigError('batch', 'expected an object { maxItems?, maxWaitMs?, maxInFlight? }');
   }
-  if (options !== undefined) knownOptions(options, ['maxItems', 'maxWaitMs', 'maxInFlight'], 'batch');
+  if (options !== undefined) knownOptions(options, BATCH_OPTIONS, 'batch');
   const { maxItems = 256, maxWaitMs = 2, maxInFlight = 16 } = options ?? {};
   if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > 10_000) {
     throw new ConfigError('batch.maxItems', `expected an integer from 1 to 10000, got ${String(maxItems)}`);
@@ -238,7 +249,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (!options || typeof options !== 'object' || !isRedisClient(options.client)) {
       throw new ConfigError('client', 'expected an ioredis Redis or Cluster instance');
     }
-    knownOptions(options, ['client', 'timeoutMs', 'prefix', 'now', 'onWarning', 'slotGroups', 'batch']);
+    knownOptions(options, STORE_OPTIONS);
     const timeoutMs = options.timeoutMs ?? 50;
     if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
       throw new ConfigError(
@@ -296,9 +307,10 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     // before a connection is up: without this, `ready()` would wait forever and every call time out.
     if (client.status === 'wait') client.connect().catch(() => {});
     const warn = options.onWarning ?? console.warn;
-    if (client.status === 'ready') void this.#loadScript();
-    if (client.status === 'ready') void this.#checkEviction(warn);
-    else client.once('ready', () => void this.#checkEviction(warn));
+    if (client.status === 'ready') {
+      void this.#loadScript();
+      void this.#checkEviction(warn);
+    } else client.once('ready', () => void this.#checkEviction(warn));
   }
 
   /**
@@ -316,6 +328,11 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     return this.#client as unknown as C;
   }
 
+  /** The connections that take writes: the client itself, or a Cluster's masters. */
+  #masters(): Redis[] {
+    return isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
+  }
+
   /**
    * Loads the batch script on every master at each (re)connect, so that the first call runs its
    * EVALSHA at once rather than paying a NOSCRIPT and an EVAL of the whole script: tens of ms on a
@@ -324,7 +341,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
    */
   #loadScript(): Promise<void> {
     const { source } = luaScript('batch');
-    const masters = isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
+    const masters = this.#masters();
     this.#scriptLoaded = within(
       Promise.all(masters.map((node) => node.script('LOAD', source))),
       RECONNECT_MAX_MS,
@@ -342,7 +359,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   async #checkEviction(warn: (message: string) => void): Promise<void> {
     for (let attempt = 1; attempt <= EVICTION_CHECK_ATTEMPTS; attempt++) {
       if (this.#closed) return;
-      const masters = isCluster(this.#client) ? this.#client.nodes('master') : [this.#client];
+      const masters = this.#masters();
       const policies = await within(
         Promise.all(
           masters.map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1]),
