@@ -389,6 +389,7 @@ async function connect(url: string): Promise<{ client: Client; cluster: boolean;
     // The settings RedisStore runs a Cluster with, so it needs no duplicate of its own.
     enableOfflineQueue: false,
     retryDelayOnFailover: 0,
+    enableReadyCheck: false,
     lazyConnect: true,
     clusterRetryStrategy: () => null,
     redisOptions: { ...options, username, password, tls },

@@ -124,13 +124,18 @@ type Client = Redis | Cluster;
  * - no `commandTimeout`: the store times calls out itself, and must still hear the late answer of
  *   one that timed out (until then no other call for its keys is sent; see `Batcher`). ioredis
  *   would drop that answer.
+ * - `enableReadyCheck: false` (`Cluster` only): the ready check sends CLUSTER INFO to one node at
+ *   random, without a timeout. A frozen master picked for it left the client connecting forever, so
+ *   every key fell back, also those of the healthy masters. The store's `ready()` asks every master
+ *   itself, each try within a deadline; a failed cluster answers calls with CLUSTERDOWN, which the
+ *   fail policies take as they take any store error.
  */
 const SAFE_NODE = {
   enableOfflineQueue: false,
   autoResendUnfulfilledCommands: false,
   commandTimeout: undefined,
 } as const;
-const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0 } as const;
+const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0, enableReadyCheck: false } as const;
 
 /**
  * Reconnect delays of a connection the store owns: ioredis backs off to 2 s by default, which would
@@ -161,6 +166,7 @@ function isSafe(client: Client): boolean {
     return (
       client.options.enableOfflineQueue === false &&
       client.options.retryDelayOnFailover === 0 &&
+      client.options.enableReadyCheck === false &&
       node?.autoResendUnfulfilledCommands === false &&
       !node.commandTimeout
     );

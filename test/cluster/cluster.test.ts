@@ -27,8 +27,16 @@ describe('RedisStore on a Redis Cluster', () => {
       timeoutMs: 1000,
     });
     await store.ready();
-    const options = store.client.options as { enableOfflineQueue?: boolean; retryDelayOnFailover?: number };
-    expect(options).toMatchObject({ enableOfflineQueue: false, retryDelayOnFailover: 0 });
+    const options = store.client.options as {
+      enableOfflineQueue?: boolean;
+      retryDelayOnFailover?: number;
+      enableReadyCheck?: boolean;
+    };
+    expect(options).toMatchObject({
+      enableOfflineQueue: false,
+      retryDelayOnFailover: 0,
+      enableReadyCheck: false,
+    });
     const limiter = new Limiter({
       store,
       policies: {

@@ -37,6 +37,7 @@ describe('RedisStore on a client created with lazyConnect', () => {
         lazyConnect: true,
         enableOfflineQueue: false,
         retryDelayOnFailover: 0,
+        enableReadyCheck: false,
         redisOptions: { autoResendUnfulfilledCommands: false },
       }),
     );
