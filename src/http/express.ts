@@ -1,5 +1,5 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 import { Limiter } from '../limiter.js';
 import type { WindowLeaseOptions } from '../policy.js';
 import { MemoryStore } from '../stores/memoryStore.js';
@@ -392,13 +392,16 @@ class PeerCores {
   /** Every limit seen, 0 included. */
   readonly #limits = new Set<number>();
   readonly #limit: number | ValueDeterminingMiddleware<number>;
+  /** The option `#limit` came from: errors name the one the user wrote. */
+  readonly #limitField: 'limit' | 'max';
   readonly #standard: StandardHeaders | false;
   /** The client key of `limit: 0`'s refusals (no core decides them). */
   readonly #keyOf: (req: Request, res: Response) => Promise<string>;
 
   constructor(o: ExpressRateLimitOptions, raw: ExpressRateLimitOptions) {
     this.#o = o;
-    this.#limit = raw.limit ?? raw.max ?? 5;
+    this.#limitField = raw.limit === undefined && raw.max !== undefined ? 'max' : 'limit';
+    this.#limit = raw.limit !== undefined ? raw.limit : raw.max !== undefined ? raw.max : 5;
     this.#standard = standardHeadersOption(o.standardHeaders, false);
     const keyGenerator = o.keyGenerator!;
     const fallback = defaultKey(o.ipv6Subnet ?? 56);
@@ -408,8 +411,9 @@ class PeerCores {
       if (typeof key === 'string') return key;
       return typeof key === 'number' && Number.isFinite(key) ? String(key) : fallback(req);
     };
-    // A fixed limit is checked, and its policy built, before the first request.
-    if (typeof this.#limit === 'number') this.for(checkLimit(this.#limit));
+    // A fixed limit is checked, and its policy built, before the first request: express-rate-limit
+    // takes `limit: 'zz'` and never limits, which nobody means.
+    if (typeof this.#limit !== 'function') this.for(checkLimit(this.#limit, this.#limitField));
   }
 
   /** The limiter the policies live on (built with the first limit seen). */
@@ -418,7 +422,8 @@ class PeerCores {
   }
 
   async limit(req: Request, res: Response): Promise<number> {
-    return checkLimit(typeof this.#limit === 'function' ? await this.#limit(req, res) : this.#limit);
+    if (typeof this.#limit !== 'function') return this.#limit;
+    return checkLimit(await this.#limit(req, res), this.#limitField);
   }
 
   /** The core of a limit above 0; undefined for 0 (`refuseAll`), whose policy is the refusal counter alone. */
@@ -594,9 +599,12 @@ function stale(counter: { resetMs: number }, windowResetMs: number): boolean {
   return counter.resetMs < windowResetMs;
 }
 
-function checkLimit(limit: unknown): number {
+function checkLimit(limit: unknown, field: 'limit' | 'max'): number {
   if (typeof limit !== 'number' || !Number.isFinite(limit) || limit < 0) {
-    throw new ConfigError('limit', `expected a number of requests (0 or more), got ${String(limit)}`);
+    throw new ConfigError(
+      field,
+      `expected a number of requests (0 or more) or a function of the request returning one, got ${shown(limit)}`,
+    );
   }
   return limit;
 }

@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import express, { type Request } from 'express';
 import { agent as request } from 'supertest';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { Limiter, MemoryStore, RedisStore } from '../../../src/index.js';
+import { ConfigError, Limiter, MemoryStore, RedisStore } from '../../../src/index.js';
 import { closeAllClients, redisClient, uniquePrefix } from '../../support/clients.js';
 import { createServer } from './helpers/create-server.js';
 import { rateLimit } from './mapping.js';
@@ -138,6 +138,35 @@ describe('refused hits are counted, as express-rate-limit counts them', () => {
       // The give-back happens once the response is done.
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+  });
+});
+
+describe('a limit that is not a number fails at construction, naming the option', () => {
+  // express-rate-limit takes `limit: 'zz'` and never limits (`totalHits > 'zz'` is false), sending
+  // `X-RateLimit-Remaining: NaN`; tokenlease used to take it too and answer the first request 500.
+  it.each([
+    [{ limit: 'zz' }, 'limit'],
+    [{ limit: '100' }, 'limit'],
+    [{ limit: null }, 'limit'],
+    [{ limit: -1 }, 'limit'],
+    [{ max: 'zz' }, 'max'],
+    [{ max: Number.NaN }, 'max'],
+    [{ max: null }, 'max'],
+  ])('%o', (options, field) => {
+    let thrown: unknown;
+    try {
+      rateLimit(options as never);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown, 'thrown by rateLimit(options)').toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).field).toBe(field);
+  });
+
+  it('a limit function is still called per request (its result is checked then)', async () => {
+    const app = createServer(rateLimit({ limit: () => 1, validate: false }));
+    await request(app).get('/').expect(200);
+    await request(app).get('/').expect(429);
   });
 });
 
