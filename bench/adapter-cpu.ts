@@ -6,9 +6,14 @@
  * - 1 rule: node:http's `rateLimit` vs `consume(policy, key)` and vs `consume([check])`;
  * - 3 rules with route costs (100 API keys, IPv6 clients behind a local proxy, 1 request in 10 a
  *   weighted report): `RateLimitCore.check` vs `consume(checks)` of the same checks.
+ * And, for node:http, Express and Fastify alike, the whole app of bench/adapter.ts (the same code,
+ * bench/adapter-apps.ts) answering a fresh request each time, without a limiter, with the Map
+ * bucket sending the same headers, awaiting `limiter.consume`, and with the adapter: each
+ * adapter's CPU over its framework, and over the Map server the throughput target compares with.
  */
 import { IncomingMessage, ServerResponse } from 'node:http';
 import type * as Http from '../src/http/index.js';
+import { type AdapterApp, adapterApp, FRAMEWORKS, type Variant } from './adapter-apps.js';
 import type { BenchContext } from './context.js';
 import { type BenchOutput, percentSpread, type Row } from './report.js';
 import { median, summarize } from './stats.js';
@@ -39,8 +44,12 @@ interface Side {
 }
 
 /** Sides take turns for `rounds` rounds (order rotating) after one warm-up pass each. */
-async function rounds(ctx: BenchContext, sides: readonly Side[]): Promise<void> {
-  const { rounds: n, calls } = ctx.profile.adapterCpu;
+async function rounds(
+  ctx: BenchContext,
+  sides: readonly Side[],
+  calls = ctx.profile.adapterCpu.calls,
+): Promise<void> {
+  const n = ctx.profile.adapterCpu.rounds;
   for (const s of sides) await cpuPerCall(calls, s.run);
   for (let round = 0; round < n; round++) {
     for (let i = 0; i < sides.length; i++) {
@@ -50,19 +59,23 @@ async function rounds(ctx: BenchContext, sides: readonly Side[]): Promise<void> 
   }
 }
 
-function rows(caseName: string, base: Side, sides: readonly Side[]): Row[] {
+const signedUs = (us: number) => `${us >= 0 ? '+' : '−'}${Math.abs(us).toFixed(2)} µs`;
+
+/** `also`: a second side a row is compared with, in its note (median of the paired rounds). */
+function rows(caseName: string, base: Side, sides: readonly Side[], also?: Map<Side, Side>): Row[] {
   const baseMedian = median(base.samples);
   return sides.map((s) => {
     const sum = summarize(s.samples);
-    const added = sum.median - baseMedian;
+    const other = also?.get(s);
+    const over = other && median(s.samples.map((x, i) => x - (other.samples[i] as number)));
     return {
       bench: 'adapter-cpu',
       case: caseName,
       contestant: s.label,
       value: `${sum.median.toFixed(2)} µs`,
       spread: percentSpread(sum),
-      vs: s === base ? 'baseline' : `${added >= 0 ? '+' : '−'}${Math.abs(added).toFixed(2)} µs`,
-      note: 'process CPU per request, in process',
+      vs: s === base ? 'baseline' : signedUs(sum.median - baseMedian),
+      note: `process CPU per request, in process${other ? `; ${signedUs(over as number)} over ${other.label}` : ''}`,
     };
   });
 }
@@ -153,9 +166,93 @@ async function threeRules(ctx: BenchContext): Promise<Row[]> {
   return rows('3 rules, route costs, 100 API keys', sides[0] as Side, sides);
 }
 
+const APP_SIDES: readonly (readonly [Variant, string])[] = [
+  ['none', 'no limiter'],
+  ['map-headers', 'bare Map bucket + the same RateLimit headers'],
+  ['consume', 'limiter.consume directly'],
+  ['adapter', 'tokenlease rateLimit adapter'],
+];
+
+/** A request as a server gets one: fresh each time, as frameworks decorate theirs. */
+function appRequest(): IncomingMessage {
+  const req = request('GET', '/', { host: 'api', accept: '*/*' }, '127.0.0.1');
+  req.httpVersionMajor = 1;
+  req.httpVersionMinor = 1;
+  req.httpVersion = '1.1';
+  return req;
+}
+
+/**
+ * Calls of an app's listener, each resolving once its 200 is sent (the apps are built to say so).
+ * One is in flight at a time, so one `answered` serves every app.
+ */
+class AppCalls {
+  #answered: () => void = () => {};
+  readonly answered = () => this.#answered();
+
+  run(app: AdapterApp): Promise<void> {
+    return new Promise((resolve) => {
+      this.#answered = resolve;
+      const req = appRequest();
+      app.listener(req, new ServerResponse(req));
+    });
+  }
+
+  /** One request, checked to be answered 200 (a 500 or a hang would measure an error path). */
+  async check(app: AdapterApp, label: string): Promise<void> {
+    const req = appRequest();
+    const res = new ServerResponse(req);
+    const answered = new Promise<void>((resolve) => {
+      this.#answered = resolve;
+    });
+    app.listener(req, res);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), 2000);
+    });
+    const how = await Promise.race([answered, timeout]);
+    clearTimeout(timer);
+    if (how === 'timeout' || res.statusCode !== 200) {
+      throw new Error(`adapter-cpu: ${label} answered ${how === 'timeout' ? 'nothing' : res.statusCode}`);
+    }
+  }
+}
+
+async function wholeApps(ctx: BenchContext, framework: (typeof FRAMEWORKS)[number]): Promise<Row[]> {
+  const calls = new AppCalls();
+  const apps = await Promise.all(
+    APP_SIDES.map(([variant]) => adapterApp(framework, variant, { answered: calls.answered })),
+  );
+  try {
+    const sides: Side[] = APP_SIDES.map(([, label], i) => {
+      const app = apps[i] as AdapterApp;
+      return { label, run: () => calls.run(app), samples: [] };
+    });
+    for (const [i, s] of sides.entries())
+      await calls.check(apps[i] as AdapterApp, `${framework}, ${s.label}`);
+    // A whole app costs 5-50 times the limiter alone: a fifth of the calls keeps a round as long.
+    await rounds(ctx, sides, Math.ceil(ctx.profile.adapterCpu.calls / 5));
+    const [none, withHeaders, , adapter] = sides as [Side, Side, Side, Side];
+    return rows(
+      `${framework} app, 1 rule, 1 hot client, a fresh request each`,
+      none,
+      sides,
+      new Map([[adapter, withHeaders]]),
+    );
+  } finally {
+    await Promise.all(apps.map((a) => a.close()));
+  }
+}
+
 export async function runAdapterCpu(ctx: BenchContext): Promise<BenchOutput> {
   ctx.log('adapter-cpu: 1 rule');
   const one = await oneRule(ctx);
   ctx.log('adapter-cpu: 3 rules');
-  return { rows: [...one, ...(await threeRules(ctx))], targets: [] };
+  const three = await threeRules(ctx);
+  const apps: Row[] = [];
+  for (const framework of FRAMEWORKS) {
+    ctx.log(`adapter-cpu: ${framework} app`);
+    apps.push(...(await wholeApps(ctx, framework)));
+  }
+  return { rows: [...one, ...three, ...apps], targets: [] };
 }

@@ -681,6 +681,14 @@ export class Limiter {
   }
 
   /**
+   * Whether an observer receives decision events (fixed at construction): the HTTP adapters work
+   * out what only those events carry (a request's route) only then.
+   */
+  get observesDecisions(): boolean {
+    return this.#telemetry.observesDecisions;
+  }
+
+  /**
    * What a policy allows, for response headers (e.g. `RateLimit-Policy: "per-key";q=100;w=1`):
    * its limit and the whole seconds it takes to restore the limit from empty.
    */

@@ -252,6 +252,11 @@ export class RateLimitCore<Req> {
   readonly #apiKeyReaders = new WeakMap<RuleSet<Req>, boolean>();
   /** Options whose answers `check` waits for before deciding: `skip`, allow/deny functions. */
   readonly #awaits: boolean;
+  /**
+   * Whether the limiter's observers hear decisions, the only place a check's `route` goes: without
+   * them the route is worked out only for a rule keyed by it.
+   */
+  readonly #observed: boolean;
   #lastIp = { ipKey: '', part: '' };
   #lastRoute: { method: string; pattern: string | undefined; path: string; route: string } = {
     method: '',
@@ -269,6 +274,8 @@ export class RateLimitCore<Req> {
     }
     this.#o = o;
     this.#view = view;
+    // A limiter that does not say (not a tokenlease one) is taken to have observers.
+    this.#observed = o.limiter.observesDecisions !== false;
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
     this.#standard = standardHeadersOption(o.standardHeaders, 'draft-10');
     this.#apiKeyHeader = headerName(o.apiKeyHeader ?? 'x-api-key', 'apiKeyHeader');
@@ -432,7 +439,13 @@ export class RateLimitCore<Req> {
     let decided: Promise<Decision> | undefined;
     try {
       plan = this.#plan(asked);
-      if (plan.enforced.length > 0) decided = o.limiter.consume(plan.enforced);
+      const { enforced } = plan;
+      // One check and nobody to hear its route: the limiter's one-rule call, which skips the checks'
+      // own validation and copy.
+      if (enforced.length === 1 && !this.#observed) {
+        const only = enforced[0]!;
+        decided = o.limiter.consume(only.policy, only.key, only.cost);
+      } else if (enforced.length > 0) decided = o.limiter.consume(enforced);
     } catch (err) {
       return Promise.resolve(this.#failed(err, req));
     }
@@ -462,9 +475,10 @@ export class RateLimitCore<Req> {
   ): Outcome | Promise<Outcome> {
     const { results, shadow } = plan;
     if (results.length === 0) return NOTHING;
+    // A one-rule call's decision has no `checks`: it is that rule's.
     const decided = decision?.checks;
     let next = 0;
-    for (const r of results) if (r.enforced) r.decision = decided?.[next++];
+    for (const r of results) if (r.enforced) r.decision = decided === undefined ? decision : decided[next++];
     if (shadow === undefined || decision?.allowed === false) return this.#outcome(req, view, ids, plan);
     // All-or-nothing among shadow rules too: what enforcing them would have counted.
     return this.#o.limiter.consume(shadow).then(
@@ -491,7 +505,7 @@ export class RateLimitCore<Req> {
       paths = new SplitPaths([view.routePattern, view.path]);
       routeCost = set.costs.match(view.method, paths)?.value ?? 1;
     }
-    const route = this.#route(view);
+    const route = this.#observed ? this.#route(view) : undefined;
     const results: RuleResult[] = [];
     const windows: number[] = [];
     const checks: Check[] = [];
@@ -513,7 +527,7 @@ export class RateLimitCore<Req> {
       const keyRoute = routeMatch?.pattern ?? route;
       let key = '';
       for (let i = 0; i < rule.by.length; i++) {
-        const part = this.#part(rule.by[i]!, i, req, ids, user, keyRoute);
+        const part = this.#part(rule.by[i]!, i, req, view, ids, user, keyRoute);
         key = key === '' ? part : `${key}&${part}`;
       }
       const ruleCost = rule.weighted ? (cost ?? routeCost) : 1;
@@ -623,13 +637,15 @@ export class RateLimitCore<Req> {
     return this.#static ?? (this.#o.plans!.ruleSet() as RuleSet<Req>);
   }
 
+  /** `route`: the rule's matched route pattern, or the request's when already worked out. */
   #part(
     part: KeyPart<Req>,
     index: number,
     req: Req,
+    view: RequestView,
     ids: Identity,
     user: string | undefined,
-    route: string,
+    route: string | undefined,
   ): string {
     switch (part) {
       case 'client':
@@ -641,7 +657,7 @@ export class RateLimitCore<Req> {
       case 'ip':
         return ids.ipPart;
       case 'route':
-        return keyPart('route', route);
+        return keyPart('route', route ?? this.#route(view));
       case 'global':
         return GLOBAL;
       default: {

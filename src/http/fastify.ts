@@ -185,21 +185,26 @@ function viewOf(request: FastifyRequest, routePattern: string | undefined): Requ
 }
 
 /**
- * The addresses are read only when asked for: the limiter needs `request.ip` (Fastify's
+ * The path and addresses are read only when asked for: the limiter needs `request.ip` (Fastify's
  * trustProxy applied) or the socket's address, not both, and the headers only for API keys and
  * forwarded addresses.
  */
 class FastifyView implements RequestView {
   readonly method: string;
-  readonly path: string;
   readonly routePattern: string | undefined;
   readonly #request: FastifyRequest;
+  #path: string | undefined;
 
   constructor(request: FastifyRequest, routePattern: string | undefined) {
     this.method = request.method;
-    this.path = pathOf(request.url);
     this.routePattern = routePattern;
     this.#request = request;
+  }
+
+  /** Only routes, costs and observers need the path. */
+  get path(): string {
+    this.#path ??= pathOf(this.#request.url);
+    return this.#path;
   }
 
   get headers(): FastifyRequest['headers'] {

@@ -86,12 +86,28 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
 
 /** What the limiter reads from a plain Node request. */
 export function nodeView(req: IncomingMessage): RequestView {
-  return {
-    method: req.method ?? 'GET',
-    path: pathOf(req.url),
-    headers: req.headers,
-    remoteAddress: req.socket.remoteAddress,
-  };
+  return new NodeView(req);
+}
+
+/** The path is split off the URL only when asked for: only routes, costs and observers need it. */
+class NodeView implements RequestView {
+  readonly method: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly remoteAddress: string | undefined;
+  readonly #url: string | undefined;
+  #path: string | undefined;
+
+  constructor(req: IncomingMessage) {
+    this.method = req.method ?? 'GET';
+    this.headers = req.headers;
+    this.remoteAddress = req.socket.remoteAddress;
+    this.#url = req.url;
+  }
+
+  get path(): string {
+    this.#path ??= pathOf(this.#url);
+    return this.#path;
+  }
 }
 
 /** Writes a refusal's status and JSON body (headers are set by the caller). */
