@@ -172,7 +172,7 @@ function routeHandler(
     return reply;
   };
   // A promise, as an async hook returns (Fastify waits for it), without an async function around it.
-  return (request, reply) => core.check(request).then((outcome) => apply(request, reply, outcome));
+  return (request, reply) => core.checkThen(request, (outcome) => apply(request, reply, outcome));
 }
 
 /** What the limiter reads from a Fastify request; the route pattern comes from the router. */

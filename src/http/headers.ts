@@ -183,14 +183,15 @@ function partitionKey(key: string): string {
 }
 
 /**
- * The list headers, as `rateLimitHeaders` spells them (the names are its own, never a caller's),
- * and as Node keys them: `getHeader` lower-cases the name it is given, and a name already in lower
- * case comes back as the same string, not a new one.
+ * A list header's name as Node keys it (`getHeader` lower-cases the name it is given, and a name
+ * already in lower case comes back as the same string, not a new one); undefined for the others.
+ * The names are `rateLimitHeaders`' own, never a caller's: compared, not looked up in a Map, as
+ * hashing them was half of setting the headers.
  */
-const LIST_HEADERS = new Map([
-  ['RateLimit', 'ratelimit'],
-  ['RateLimit-Policy', 'ratelimit-policy'],
-]);
+function listName(name: string): string | undefined {
+  if (name === 'RateLimit') return 'ratelimit';
+  return name === 'RateLimit-Policy' ? 'ratelimit-policy' : undefined;
+}
 
 /**
  * `setRateLimitHeaders`, unless the response's headers are already out (then nothing is set).
@@ -219,9 +220,13 @@ export function setRateLimitHeaders(
   headers: readonly Header[],
 ): void {
   let lists = false;
-  for (const [name, value] of headers) if (name === 'RateLimit-Policy' && value.startsWith('"')) lists = true;
-  for (const [name, value] of headers) {
-    const listed = lists ? LIST_HEADERS.get(name) : undefined;
+  for (let i = 0; i < headers.length; i++) {
+    const [name, value] = headers[i]!;
+    if (name === 'RateLimit-Policy' && value.charCodeAt(0) === 34 /* " */) lists = true;
+  }
+  for (let i = 0; i < headers.length; i++) {
+    const [name, value] = headers[i]!;
+    const listed = lists ? listName(name) : undefined;
     const earlier = listed === undefined ? undefined : res.getHeader(listed);
     res.setHeader(name, earlier === undefined ? value : [...[earlier].flat().map(String), value]);
   }

@@ -81,7 +81,7 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
     else sendRefusal(res, outcome);
     return false;
   };
-  return (req, res) => core.check(req).then((outcome) => apply(req, res, outcome));
+  return (req, res) => core.checkThen(req, (outcome) => apply(req, res, outcome));
 }
 
 /** What the limiter reads from a plain Node request. */
