@@ -1,5 +1,6 @@
 import { type Duration, parseDuration, TIMED } from './duration.js';
-import { ConfigError, StoreUnavailableError } from './errors.js';
+import { StoreUnavailableError } from './errors.js';
+import { countOption } from './options.js';
 import type { Operation, RunOptions, Store } from './stores/store.js';
 import { tokenBucketRelease } from './stores/tokenBucketOps.js';
 
@@ -34,11 +35,7 @@ export class CircuitBreaker {
   #openedAt = 0;
 
   constructor(options: BreakerOptions, now: () => number) {
-    const failures = options.failures ?? 3;
-    if (typeof failures !== 'number' || !Number.isInteger(failures) || failures < 1) {
-      throw new ConfigError('breaker.failures', `expected an integer from 1 and up, got ${String(failures)}`);
-    }
-    this.failures = failures;
+    this.failures = countOption(options.failures ?? 3, 'breaker.failures');
     this.coolDownMs = parseDuration(options.coolDown ?? '250ms', 'breaker.coolDown', TIMED);
     this.#now = now;
   }

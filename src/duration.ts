@@ -1,5 +1,5 @@
 import { MAX_TTL_MS } from './algorithms/tokenBucket.js';
-import { ConfigError } from './errors.js';
+import { ConfigError, shown } from './errors.js';
 
 /**
  * A duration: milliseconds as a number, or a string such as `'250ms'`, `'1.5s'`, `'1m'`, `'1h'`, `'1d'`:
@@ -55,7 +55,7 @@ export function parseDuration(value: unknown, field: string, range: DurationRang
 function toMs(value: unknown, field: string): number {
   if (typeof value === 'number') {
     if (Number.isFinite(value) && value > 0) return value;
-    throw new ConfigError(field, `expected a positive finite number of milliseconds, got ${String(value)}`);
+    throw new ConfigError(field, `expected a positive finite number of milliseconds, got ${shown(value)}`);
   }
   if (typeof value === 'string') {
     const match = PATTERN.exec(value);

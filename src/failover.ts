@@ -12,7 +12,7 @@ import { type BreakerOptions, type BreakerState, GuardedStore } from './breaker.
 import type { Decision } from './decision.js';
 import type { Consumed } from './engines/engine.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
-import { knownOptions } from './options.js';
+import { countOption, knownOptions } from './options.js';
 import type { FailMode, Rule } from './policy.js';
 import type { Store } from './stores/store.js';
 import { tokenBucketDebit } from './stores/tokenBucketOps.js';
@@ -107,10 +107,7 @@ export class Failover {
   #flushedAt = Number.NEGATIVE_INFINITY;
 
   constructor(options: FailoverOptions) {
-    const n = options.expectedInstances;
-    if (typeof n !== 'number' || !Number.isInteger(n) || n < 1) {
-      throw new ConfigError('expectedInstances', `expected an integer from 1 and up, got ${String(n)}`);
-    }
+    const n = countOption(options.expectedInstances, 'expectedInstances');
     if (typeof options.breaker !== 'object' || options.breaker === null) {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }

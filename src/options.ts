@@ -1,4 +1,4 @@
-import { ConfigError, type TokenleaseError } from './errors.js';
+import { ConfigError, shown, type TokenleaseError } from './errors.js';
 
 /**
  * Refuses an option not in `known`, naming it as `<field>.<option>` (just `<option>` at the top
@@ -18,4 +18,16 @@ export function knownOptions(
       throw new error(name, `unknown option; expected one of ${expected}`);
     }
   }
+}
+
+/**
+ * An option that counts something (keys, failures, instances, items): an integer from 1, at most
+ * `max`. `why`, when given, says in the message what the bound protects.
+ */
+export function countOption(value: unknown, field: string, max = Number.POSITIVE_INFINITY, why = ''): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
+    const range = max === Number.POSITIVE_INFINITY ? 'from 1 and up' : `from 1 to ${max}`;
+    throw new ConfigError(field, `expected an integer ${range}${why && ` (${why})`}, got ${shown(value)}`);
+  }
+  return value;
 }

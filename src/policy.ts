@@ -1,7 +1,7 @@
 import { MONTH } from './algorithms/fixedWindow.js';
 import { type Duration, MAX_DURATION_MS, parseDuration, TIMED } from './duration.js';
 import { ConfigError, shown } from './errors.js';
-import { knownOptions } from './options.js';
+import { countOption, knownOptions } from './options.js';
 
 /**
  * What a rule does while its store is unreachable (docs/operations.md):
@@ -330,7 +330,7 @@ const MAX_TOKENS = 1e15;
 
 function positive(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new ConfigError(field, `expected a positive finite number, got ${String(value)}`);
+    throw new ConfigError(field, `expected a positive finite number, got ${shown(value)}`);
   }
   return value;
 }
@@ -424,14 +424,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
 function writeBehind(value: unknown, field: string): boolean {
   if (value === undefined) return true;
   if (typeof value !== 'boolean') {
-    throw new ConfigError(`${field}.lease.writeBehind`, `expected a boolean, got ${String(value)}`);
-  }
-  return value;
-}
-
-function integer(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_TOKENS) {
-    throw new ConfigError(field, `expected an integer from 1 to ${MAX_TOKENS}, got ${String(value)}`);
+    throw new ConfigError(`${field}.lease.writeBehind`, `expected a boolean, got ${shown(value)}`);
   }
   return value;
 }
@@ -512,7 +505,7 @@ function windowed<A extends WindowAlgorithm>(
 const MAX_BUCKETS = 10_000;
 
 function slidingLog(name: string, raw: SlidingLogPolicy, field: string): SlidingLogRule {
-  const limit = integer(raw.limit, `${field}.limit`);
+  const limit = countOption(raw.limit, `${field}.limit`, MAX_TOKENS);
   const windowMs = parseDuration(raw.window, `${field}.window`);
   alwaysExact(raw.lease, field, 'sliding-log');
   let quantumMs = 0;
@@ -557,7 +550,7 @@ function leakyBucket(name: string, raw: LeakyBucketPolicy, field: string): Leaky
 }
 
 function concurrency(name: string, raw: ConcurrencyPolicy, field: string): ConcurrencyRule {
-  const limit = integer(raw.limit, `${field}.limit`);
+  const limit = countOption(raw.limit, `${field}.limit`, MAX_TOKENS);
   const slotTtlMs = parseDuration(raw.slotTtl ?? '30s', `${field}.slotTtl`);
   const rule = { name, algorithm: 'concurrency', limit, slotTtlMs, wholeUnits: true } as const;
   if (raw.lease === 'exact') return { ...rule, exact: true, maxFraction: 0, leaseTtlMs: 0 };

@@ -7,7 +7,7 @@
  * collection time, so the hot path never calls into the SDK (nor counts anything for it).
  */
 import type { Attributes, Meter } from '@opentelemetry/api';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 import { knownOptions } from '../options.js';
 import type { LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
 import { breakerStates, DecisionTotals, localKeys, rankDenials, summedDecisions } from './totals.js';
@@ -47,7 +47,7 @@ export function openTelemetryObserver(options: OpenTelemetryObserverOptions): Ob
     throw new ConfigError('buckets', 'expected an array of positive finite seconds');
   }
   if (typeof topN !== 'number' || !Number.isInteger(topN) || topN < 0 || topN > 100) {
-    throw new ConfigError('topN', `expected an integer from 0 to 100, got ${String(topN)}`);
+    throw new ConfigError('topN', `expected an integer from 0 to 100, got ${shown(topN)}`);
   }
   const limiters = new Set<ObservedLimiter>();
   /** The decision counts of limiters it was attached to and no longer is. */

@@ -9,7 +9,7 @@
  * nothing to a decision.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
 import { knownOptions } from '../options.js';
 import type { LeaseEvent, ObservedLimiter, Observer, StoreCallEvent } from './events.js';
 import { breakerStates, DecisionTotals, localKeys, rankDenials, summedDecisions } from './totals.js';
@@ -56,7 +56,7 @@ function checkOptions(
   if (typeof prefix !== 'string' || !/^[a-zA-Z_:][a-zA-Z0-9_:]*$|^$/.test(prefix)) {
     throw new ConfigError(
       'prefix',
-      `expected a Prometheus metric name prefix like 'tokenlease_', got ${String(prefix)}`,
+      `expected a Prometheus metric name prefix like 'tokenlease_', got ${shown(prefix)}`,
     );
   }
   if (
@@ -67,7 +67,7 @@ function checkOptions(
     throw new ConfigError('buckets', 'expected a non-empty array of positive finite seconds');
   }
   if (typeof topN !== 'number' || !Number.isInteger(topN) || topN < 0 || topN > 100) {
-    throw new ConfigError('topN', `expected an integer from 0 to 100, got ${String(topN)}`);
+    throw new ConfigError('topN', `expected an integer from 0 to 100, got ${shown(topN)}`);
   }
   // Checked before registering anything: prom-client would throw its own Error part of the way
   // through, leaving some of this observer's metrics registered.

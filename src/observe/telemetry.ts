@@ -1,7 +1,7 @@
 import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
-import { ArgumentError, ConfigError, TokenleaseError } from '../errors.js';
-import { knownOptions } from '../options.js';
+import { ArgumentError, ConfigError, shown, TokenleaseError } from '../errors.js';
+import { countOption, knownOptions } from '../options.js';
 import type { Operation, RunOptions, Store } from '../stores/store.js';
 import type {
   BreakerEvent,
@@ -69,18 +69,12 @@ function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefin
   }
   const raw = (value ?? {}) as OffendersOptions;
   knownOptions(raw, ['capacity', 'halfLife'], 'offenders');
-  const capacity = raw.capacity ?? 256;
-  if (
-    typeof capacity !== 'number' ||
-    !Number.isInteger(capacity) ||
-    capacity < 1 ||
-    capacity > MAX_CAPACITY
-  ) {
-    throw new ConfigError(
-      'offenders.capacity',
-      `expected an integer from 1 to ${MAX_CAPACITY} (denied keys kept per policy), got ${String(capacity)}`,
-    );
-  }
+  const capacity = countOption(
+    raw.capacity ?? 256,
+    'offenders.capacity',
+    MAX_CAPACITY,
+    'denied keys kept per policy',
+  );
   const halfLifeMs = parseDuration(raw.halfLife ?? '1m', 'offenders.halfLife');
   return (now) => new SpaceSaving(capacity, halfLifeMs, now);
 }
@@ -226,7 +220,7 @@ export class Telemetry {
 
   topDenied(policy: string, n: number): HeavyHitter[] {
     if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) {
-      throw new ArgumentError('n', `expected an integer from 0 and up, got ${String(n)}`);
+      throw new ArgumentError('n', `expected an integer from 0 and up, got ${shown(n)}`);
     }
     return this.#offenders.get(policy)?.top(n, this.#now()) ?? [];
   }

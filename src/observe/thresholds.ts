@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { ConfigError } from '../errors.js';
+import { ConfigError, shown } from '../errors.js';
+import { countOption } from '../options.js';
 import type { DecisionEvent, Observer } from './events.js';
 
 /**
@@ -86,17 +87,14 @@ function checkOptions(options: QuotaAlertsOptions): {
   }
   raw.forEach((t, i) => {
     if (typeof t !== 'number' || !(t > 0 && t <= 1)) {
-      throw new ConfigError(`thresholds[${i}]`, `expected a fraction in (0, 1], got ${String(t)}`);
+      throw new ConfigError(`thresholds[${i}]`, `expected a fraction in (0, 1], got ${shown(t)}`);
     }
   });
   const margin = options.rearmMargin ?? 0.05;
   if (typeof margin !== 'number' || !(margin >= 0 && margin < 1)) {
-    throw new ConfigError('rearmMargin', `expected a number in [0, 1), got ${String(margin)}`);
+    throw new ConfigError('rearmMargin', `expected a number in [0, 1), got ${shown(margin)}`);
   }
-  const maxKeys = options.maxKeys ?? 100_000;
-  if (typeof maxKeys !== 'number' || !Number.isInteger(maxKeys) || maxKeys < 1) {
-    throw new ConfigError('maxKeys', `expected an integer from 1 and up, got ${String(maxKeys)}`);
-  }
+  const maxKeys = countOption(options.maxKeys ?? 100_000, 'maxKeys');
   return { thresholds: [...new Set(raw)].sort((a, b) => a - b), margin, maxKeys };
 }
 

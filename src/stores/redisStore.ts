@@ -6,9 +6,10 @@ import {
   StoreError,
   StoreTimeoutError,
   StoreUnavailableError,
+  shown,
   TokenleaseError,
 } from '../errors.js';
-import { knownOptions } from '../options.js';
+import { countOption, knownOptions } from '../options.js';
 import { luaScript } from '../scripts.js';
 import { Batcher, type BatchItem, type ItemReply } from './batcher.js';
 import { deadline } from './deadline.js';
@@ -91,21 +92,14 @@ function batchOptions(options: BatchOptions | undefined): Required<BatchOptions>
   }
   if (options !== undefined) knownOptions(options, BATCH_OPTIONS, 'batch');
   const { maxItems = 256, maxWaitMs = 2, maxInFlight = 16 } = options ?? {};
-  if (!Number.isInteger(maxItems) || maxItems < 1 || maxItems > 10_000) {
-    throw new ConfigError('batch.maxItems', `expected an integer from 1 to 10000, got ${String(maxItems)}`);
-  }
+  countOption(maxItems, 'batch.maxItems', 10_000);
   if (typeof maxWaitMs !== 'number' || !Number.isFinite(maxWaitMs) || maxWaitMs < 0 || maxWaitMs > 1000) {
     throw new ConfigError(
       'batch.maxWaitMs',
-      `expected a number of ms from 0 to 1000, got ${String(maxWaitMs)}`,
+      `expected a number of ms from 0 to 1000, got ${shown(maxWaitMs)}`,
     );
   }
-  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) {
-    throw new ConfigError(
-      'batch.maxInFlight',
-      `expected an integer from 1 and up, got ${String(maxInFlight)}`,
-    );
-  }
+  countOption(maxInFlight, 'batch.maxInFlight');
   return { maxItems, maxWaitMs, maxInFlight };
 }
 
@@ -260,7 +254,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
       throw new ConfigError(
         'timeoutMs',
-        `expected a number of milliseconds above 0 and at most ${MAX_TIMEOUT_MS}, got ${String(timeoutMs)}`,
+        `expected a number of milliseconds above 0 and at most ${MAX_TIMEOUT_MS}, got ${shown(timeoutMs)}`,
       );
     }
     const prefix = options.prefix ?? 'tl:';
@@ -271,10 +265,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (options.onWarning !== undefined && typeof options.onWarning !== 'function') {
       throw new ConfigError('onWarning', 'expected a function taking a message');
     }
-    const slotGroups = options.slotGroups ?? 128;
-    if (!Number.isInteger(slotGroups) || slotGroups < 1 || slotGroups > 16384) {
-      throw new ConfigError('slotGroups', `expected an integer from 1 to 16384, got ${String(slotGroups)}`);
-    }
+    const slotGroups = countOption(options.slotGroups ?? 128, 'slotGroups', 16384);
     const batch = batchOptions(options.batch);
     // Typed as ioredis 5 inside: the members used here are the same in every accepted client.
     const { client, owned } = safeClient(options.client as unknown as Client);

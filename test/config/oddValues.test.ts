@@ -41,6 +41,36 @@ describe('odd values are named in the error, never a TypeError', () => {
   });
 });
 
+describe('a count option shows the value it got', () => {
+  // These wrote the value with String(), so a BigInt 10n was reported as "got 10": a valid count.
+  it.each([
+    [
+      'breaker.failures',
+      () =>
+        new Limiter({
+          policies: { p: { algorithm: 'token-bucket', rate: 1 } },
+          breaker: { failures: 10n as never },
+        }),
+    ],
+    [
+      'offenders.capacity',
+      () =>
+        new Limiter({
+          policies: { p: { algorithm: 'token-bucket', rate: 1 } },
+          offenders: { capacity: 10n as never },
+        }),
+    ],
+    [
+      'policies.p.limit',
+      () => compilePolicy('p', { algorithm: 'fixed-window', limit: 10n as never, window: '1s' }),
+    ],
+  ])('%s', (field, make) => {
+    const err = thrown(ConfigError, make);
+    expect(err.field).toBe(field);
+    expect(err.message).toContain('got 10n');
+  });
+});
+
 describe('limits stay where a double counts every token', () => {
   // A token bucket refused rate and burst above 1e15; the other algorithms' limits were only
   // checked to be positive, so a fixed window of 1e16 answered remaining 9999999999999996 after a
