@@ -6,6 +6,12 @@
  * (bench/adapter-server.ts). The throughput target compares the adapter with the Map server that
  * sends the same headers: the server is CPU-bound, so throughput follows CPU per request, and
  * without them the Map server would be spared the header work the adapter's responses carry.
+ *
+ * One autocannon window's requests/s move ±4-6 % with the shared machine, so a 3-point gap is
+ * resolved only by pairing: the two servers the target compares run back to back in every round
+ * (alternating which goes first), the gap is taken per round and reported as its median with its
+ * standard error, and each of the profile's rounds is split into shorter ones of at least
+ * `MIN_WINDOW_MS` (the same load time per server, in more pairs: 21 of 333 ms in the full profile).
  */
 import type { BenchContext } from './context.js';
 import { load, type Server, serverCpu, startServer, stopServer, withLoadGeneratorPinned } from './http.js';
@@ -20,6 +26,10 @@ const VARIANTS = [
   { id: 'adapter', label: 'tokenlease rateLimit adapter' },
 ] as const;
 const TARGET = { addedUs: 5, points: 3 };
+/** Windows shorter than this would be mostly autocannon's ramp-up (it samples every 100 ms). */
+const MIN_WINDOW_MS = 300;
+/** The two servers the throughput target compares, run back to back in each round. */
+const PAIR = ['map-headers', 'adapter'];
 
 interface Series {
   readonly rps: number[];
@@ -42,12 +52,13 @@ async function runFramework(ctx: BenchContext, framework: string): Promise<Bench
       series.set(s.id, { rps: [], cpuUs: [], failed: 0, refused: 0 });
       await load(s.url, adapter.connections, adapter.warmMs);
     }
-    for (let round = 0; round < adapter.rounds; round++) {
-      for (let i = 0; i < servers.length; i++) {
-        const s = servers[(i + round) % servers.length] as Server;
+    const split = Math.max(1, Math.floor(adapter.ms / MIN_WINDOW_MS));
+    const windowMs = adapter.ms / split;
+    for (let round = 0; round < adapter.rounds * split; round++) {
+      for (const s of roundOrder(servers, round)) {
         const data = series.get(s.id) as Series;
         const cpuBefore = await serverCpu(s);
-        const sat = await load(s.url, adapter.connections, adapter.ms);
+        const sat = await load(s.url, adapter.connections, windowMs);
         data.cpuUs.push(((await serverCpu(s)) - cpuBefore) / sat.requests);
         data.rps.push(sat.rps);
         data.failed += sat.failed;
@@ -83,19 +94,34 @@ async function runFramework(ctx: BenchContext, framework: string): Promise<Bench
   }
   const ours = get('adapter');
   const added = median(ours.cpuUs) - noneCpu;
-  const points = (r: Series) => median(r.rps.map((x, i) => 100 * (1 - x / (none.rps[i] as number))));
-  const behindMap = points(ours) - points(get('map-headers'));
-  const behindBareMap = points(ours) - points(get('map'));
+  // Points behind another server, paired per round.
+  const behind = (other: Series) =>
+    summarize(ours.rps.map((x, i) => 100 * (1 - x / (other.rps[i] as number))));
+  const gap = behind(get('map-headers'));
+  const behindMap = gap.median;
+  const behindBareMap = behind(get('map')).median;
   return {
     rows,
     targets: [
       {
         target: `${framework} adapter, 1 rule, hot client: server CPU ≤ +${TARGET.addedUs} µs/request over no limiter, throughput within ${TARGET.points} points of a bare Map bucket sending the same headers`,
-        measured: `${added >= 0 ? '+' : '−'}${Math.abs(added).toFixed(2)} µs; ${Math.abs(behindMap).toFixed(1)} points ${behindMap >= 0 ? 'behind' : 'ahead of'} the Map with headers (${Math.abs(behindBareMap).toFixed(1)} ${behindBareMap >= 0 ? 'behind' : 'ahead of'} the one without)`,
+        measured: `${added >= 0 ? '+' : '−'}${Math.abs(added).toFixed(2)} µs; ${Math.abs(behindMap).toFixed(1)} ± ${gap.se.toFixed(1)} points ${behindMap >= 0 ? 'behind' : 'ahead of'} the Map with headers (median ± SE of ${gap.rounds} back-to-back pairs; ${Math.abs(behindBareMap).toFixed(1)} ${behindBareMap >= 0 ? 'behind' : 'ahead of'} the one without)`,
         met: added <= TARGET.addedUs && behindMap <= TARGET.points,
       },
     ],
   };
+}
+
+/**
+ * The servers of one round: the others rotated round by round, the pair the target compares
+ * adjacent among them, its order alternating.
+ */
+function roundOrder(servers: readonly Server[], round: number): Server[] {
+  const pair = PAIR.map((id) => servers.find((s) => s.id === id) as Server);
+  if (round % 2 === 1) pair.reverse();
+  const slots: Server[][] = [...servers.filter((s) => !PAIR.includes(s.id)).map((s) => [s]), pair];
+  const turn = round % slots.length;
+  return [...slots.slice(turn), ...slots.slice(0, turn)].flat();
 }
 
 export async function runAdapter(ctx: BenchContext): Promise<BenchOutput> {
