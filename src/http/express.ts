@@ -228,7 +228,8 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
         proxyChecked = true;
         checkProxySetting(checks, req);
       }
-      const limit = cores ? await cores.limit(req, res) : undefined;
+      // A fixed limit is not awaited: an await of a number is a turn of the microtask queue.
+      const limit = cores === undefined ? undefined : (cores.fixed ?? (await cores.limit(req, res)));
       if (limit === 0) {
         const { refusal, took } = await cores!.refuseAll(req, res);
         setInfo(req, res, refusal.info);
@@ -424,6 +425,11 @@ class PeerCores {
   /** The limiter the policies live on (built with the first limit seen). */
   get limiter(): Limiter {
     return this.#limiter!;
+  }
+
+  /** The limit when it is a number (checked at construction), not a function of the request. */
+  get fixed(): number | undefined {
+    return typeof this.#limit === 'function' ? undefined : this.#limit;
   }
 
   async limit(req: Request, res: Response): Promise<number> {
