@@ -91,6 +91,7 @@ export class KeyTable {
         this.#multiCount = 0;
         this.#disposals++;
         state.lruTouch = Number.NaN; // supersedes its refreshes not yet made
+        state.nextCheck = undefined; // a disposed state keeps no other alive
         const keys = this.#byKey.get(state.rule);
         if (keys?.get(state.key) === state) keys.delete(state.key);
         // A forgotten key's leased tokens belong to the state being deleted: nothing to hand back.
@@ -108,12 +109,44 @@ export class KeyTable {
   /** The state of (`rule`, `key`), opened when it is not tracked; counts as a use for the LRU. */
   state(rule: Rule, key: string): KeyState {
     if (this.#lastRule === rule && this.#lastKey === key) return this.#lastState!;
+    return this.#used(rule, key, this.#byRule(rule).get(key));
+  }
+
+  /**
+   * `state(rule, key)` for the check after the one whose state is `previous`, in a multi-rule
+   * consume: when the same checks came together last time, the state is `previous.nextCheck` and
+   * no index is searched (on a long tail of keys, a search is cache misses). The same use for the
+   * LRU as `state`.
+   */
+  stateAfter(previous: KeyState, rule: Rule, key: string): KeyState {
+    if (this.#lastRule === rule && this.#lastKey === key) return this.#lastState!;
+    const linked = previous.nextCheck;
+    // A disposed state's `lruTouch` is NaN: it is in no index any more.
+    if (
+      linked !== undefined &&
+      linked.rule === rule &&
+      linked.key === key &&
+      !Number.isNaN(linked.lruTouch)
+    ) {
+      return this.#used(rule, key, linked);
+    }
+    const state = this.#used(rule, key, this.#byRule(rule).get(key));
+    previous.nextCheck = state;
+    return state;
+  }
+
+  #byRule(rule: Rule): Map<string, KeyState> {
     let keys = this.#byKey.get(rule);
     if (!keys) {
       keys = new Map();
       this.#byKey.set(rule, keys);
     }
-    let state = keys.get(key);
+    return keys;
+  }
+
+  /** Counts a use of the state of (`rule`, `key`), tracked (`found`) or opened now. */
+  #used(rule: Rule, key: string, found: KeyState | undefined): KeyState {
+    let state = found;
     this.#touches++;
     if (state) {
       if (this.#touches - (state.lruTouch ?? Number.NEGATIVE_INFINITY) > this.#refreshEvery) {
@@ -128,7 +161,7 @@ export class KeyTable {
       state = this.#open(rule, key, id);
       this.#refreshRecency();
       this.#entries.set(id, state);
-      keys.set(key, state);
+      this.#byRule(rule).set(key, state);
       state.lruTouch = this.#touches;
     }
     // Three fields, not one object: a lookup that changes key allocates nothing.

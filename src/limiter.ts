@@ -552,7 +552,12 @@ export class Limiter {
         // Looked up just before its decision, as a lookup may evict the state of an earlier check;
         // remembered ones while nothing (an observer calling back, say) looked up or evicted since.
         const unchanged = touches === table.touches && disposals === table.disposals;
-        const state = remembered && unchanged ? states[i]! : table.state(rules[i]!, keys[i]!);
+        const state =
+          remembered && unchanged
+            ? states[i]!
+            : i === 0
+              ? table.state(rules[0]!, keys[0]!)
+              : table.stateAfter(states[i - 1]!, rules[i]!, keys[i]!);
         states[i] = state;
         // A lease hit returns without a promise and allocates nothing for a refund.
         const local = state.decideLocal?.(costs[i]!, checks[i]);

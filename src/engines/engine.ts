@@ -91,6 +91,11 @@ export interface KeyState {
   readonly storageKey: string;
   /** The limiter's bookkeeping: its lookup count when it last refreshed this state's LRU recency. */
   lruTouch?: number;
+  /**
+   * The limiter's bookkeeping: the state the check after this one looked up in the last multi-rule
+   * consume with this state in it, so that the next such consume skips that lookup.
+   */
+  nextCheck?: KeyState | undefined;
   /** `check`: the caller's check of a multi-rule consume (route, shadow), for observers. */
   consume?(cost: number, check?: Check): Promise<Consumed>;
   /**

@@ -21,6 +21,7 @@ import { type EngineContext, type KeyState, retryAfter } from './engine.js';
 
 export abstract class LeaseHolder<R extends Rule, Acquired> implements KeyState {
   lruTouch = 0;
+  nextCheck: KeyState | undefined = undefined;
   /** The acquisition in flight, shared by every request that misses meanwhile. */
   protected inflight: Promise<Acquired> | undefined;
   /** Size of the last lease granted, which slow start doubles. */
