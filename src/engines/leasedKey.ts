@@ -68,9 +68,15 @@ interface Slice {
 
 export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Demand {
   slice: Slice | undefined;
-  /** This instance's demand for the key (`src/demand.ts`), kept on the state itself: one object per key. */
+  /**
+   * This instance's demand for the key (`src/demand.ts`), kept on the state itself: one object per
+   * key. Like every number field of the states and strategies, it starts as a number (`= 0`, set in
+   * the constructor): a field declared without one starts undefined, and V8 then stores it as a
+   * pointer to an immutable number, so that each write of a fraction (here: every decision)
+   * allocates a new one, away from the state; its reads then miss the cache on a long tail of keys.
+   */
   demandSum = 0;
-  demandAt: number;
+  demandAt = 0;
   /** The store refused `#deniedCost` tokens: this instance looks again at this local time. */
   #deniedUntil = 0;
   /**

@@ -17,15 +17,16 @@ import { LeasedKey } from './leasedKey.js';
 import type { Grant, LeaseStrategy, StoreRequest, SyncParams } from './leaseStrategy.js';
 
 class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
-  readonly limit: number;
-  readonly maxLease: number;
+  // Numbers start as numbers, then set in the constructor (see `LeasedKey.demandSum`).
+  readonly limit: number = 0;
+  readonly maxLease: number = 0;
   readonly writeBehind: boolean;
   readonly firstSight = true;
   readonly carriesOver = false;
   readonly #shape: TokenBucketShape;
   /** Last known level after our grant, and when we learned it. */
-  #level: number;
-  #levelAt: number;
+  #level = 0;
+  #levelAt = 0;
 
   constructor(
     private readonly rule: TokenBucketRule,

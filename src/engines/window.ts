@@ -63,15 +63,16 @@ const ALGORITHMS: Record<WindowRule['algorithm'], WindowAlgorithm> = {
 };
 
 class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
-  readonly limit: number;
-  readonly maxLease: number;
+  // Numbers start as numbers, then set in the constructor (see `LeasedKey.demandSum`).
+  readonly limit: number = 0;
+  readonly maxLease: number = 0;
   readonly writeBehind: boolean;
   // Usage names its window, which only the store's first reply tells.
   readonly firstSight = false;
   readonly carriesOver: boolean;
   readonly #algorithm: WindowAlgorithm;
   /** What the last store reply said, in local time. */
-  #remaining: number;
+  #remaining = 0;
   #opensPerMs = 0;
   #windowEndsAt = Number.NEGATIVE_INFINITY;
   /** Index of the window the last store reply was about. */
