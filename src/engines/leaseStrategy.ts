@@ -4,8 +4,8 @@
  * slow-start sizing, refill ahead, write-behind allowances and their reports, expiry and
  * hand-back, refunds, the denial memory and `Decision` assembly. A strategy only knows its
  * algorithm: how a request to the store is shaped, what a reply means as spendable tokens, and how
- * remaining and reset are estimated between replies. One strategy object per key: it holds what
- * the store last said about the key.
+ * remaining and reset are estimated between replies. The strategy is the key state's own class (a
+ * subclass of `LeasedKey`), holding what the store last said about the key: one object per key.
  */
 import type { Operation } from '../stores/store.js';
 

@@ -1,6 +1,8 @@
 /**
  * The lease core: the local state of one (policy, key) of a leased algorithm, the same state machine
- * for every algorithm, which plugs in as a `LeaseStrategy`. Single-flight, slow start, grant
+ * for every algorithm, which plugs in as a `LeaseStrategy`: its subclass of `LeasedKey`, so that
+ * what the store last said about the key sits on the key's one state object (a lease hit on a key
+ * not in cache follows no pointer to another object). Single-flight, slow start, grant
  * accounting and the decisions' shape are its base's (`LeaseHolder`), shared with concurrency slots.
  *
  * Three regimes, chosen by the store at every sync (docs/architecture.md "How leasing works"):
@@ -28,7 +30,7 @@ import {
   storeCall,
 } from './engine.js';
 import { LeaseHolder } from './leaseHolder.js';
-import type { Grant, LeaseStrategy, SyncParams } from './leaseStrategy.js';
+import type { Grant, LeaseStrategy, StoreRequest, SyncParams } from './leaseStrategy.js';
 
 /** The rules of leased algorithms: the core reads their name, `exact` and `leaseTtlMs`. */
 export type LeasedRule = TokenBucketRule | WindowRule;
@@ -66,7 +68,10 @@ interface Slice {
   expiresAt: number;
 }
 
-export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Demand {
+export abstract class LeasedKey<Res>
+  extends LeaseHolder<LeasedRule, void>
+  implements Demand, LeaseStrategy<Res>
+{
   slice: Slice | undefined;
   /**
    * This instance's demand for the key (`src/demand.ts`), kept on the state itself: one object per
@@ -105,16 +110,26 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
   /** Usage riding on hand-backs still in flight: the state is kept until they settle. */
   #handingBack = 0;
 
-  constructor(
-    ctx: EngineContext,
-    rule: LeasedRule,
-    key: string,
-    storageKey: string,
-    private readonly s: LeaseStrategy<Res>,
-  ) {
+  constructor(ctx: EngineContext, rule: LeasedRule, key: string, storageKey: string) {
     super(ctx, rule, key, storageKey);
     this.demandAt = ctx.now();
   }
+
+  // The algorithm's part, `LeaseStrategy` (documented there).
+  abstract override get limit(): number;
+  abstract get maxLease(): number;
+  abstract get writeBehind(): boolean;
+  abstract get firstSight(): boolean;
+  abstract get carriesOver(): boolean;
+  abstract sync(p: SyncParams): StoreRequest<Res>;
+  abstract learn(result: Res, p: SyncParams, now: number): Grant;
+  abstract release(window: number, tokens: number): StoreRequest<unknown>;
+  abstract cap(now: number): number;
+  abstract horizon(now: number): number;
+  abstract remaining(now: number): number;
+  abstract override resetMs(now: number, remaining: number): number;
+  abstract refundWindow(now: number): number;
+  abstract contentionRetryMs(cost: number): number;
 
   async consume(cost: number, check?: Check): Promise<Consumed> {
     const decision = await this.#consume(cost, check);
@@ -138,8 +153,8 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
   }
 
   #decideLocal(cost: number, check: Check | undefined): Decision | undefined {
-    const { ctx, rule, s } = this;
-    if (rule.exact || cost > s.maxLease) return undefined;
+    const { ctx, rule } = this;
+    if (rule.exact || cost > this.maxLease) return undefined;
     const slice = this.slice;
     if (slice === undefined && this.allowance < cost) return undefined;
     const now = ctx.now();
@@ -184,9 +199,8 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
    * its limit: near it, usage reported late drives the shared level into debt after the fact.
    */
   #spendsToTheEnd(now: number): boolean {
-    const { s } = this;
     if (this.allowance < Math.max(1, demandPerMs(this, now) * SYNC_LEAD_MS)) return false;
-    return s.remaining(now) - this.unreported >= (3 * s.limit) / 4;
+    return this.remaining(now) - this.unreported >= (3 * this.limit) / 4;
   }
 
   #consumed(decision: Decision, cost: number): Consumed {
@@ -198,19 +212,19 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
   refundLocal(cost: number, decision: Decision, window: number): Decision {
     this.#refundInto(window, cost);
     const remaining = Math.min(decision.limit, decision.remaining + cost);
-    return { ...decision, remaining, resetMs: this.s.resetMs(this.ctx.now(), remaining) };
+    return { ...decision, remaining, resetMs: this.resetMs(this.ctx.now(), remaining) };
   }
 
   async #consume(cost: number, check: Check | undefined): Promise<Decision> {
-    const { ctx, rule, s } = this;
+    const { ctx, rule } = this;
     noteDemand(this, ctx.now(), cost);
-    if (cost > s.limit) {
+    if (cost > this.limit) {
       return ctx.answer(0, cost, check, this.decision(ctx.now(), false, Number.POSITIVE_INFINITY));
     }
     if (rule.exact) return this.#consumeExact(cost, check);
     // A cost no lease can cover is decided by the store, with what this instance holds handed back
     // first (the return is queued ahead of the call): partial leases kept for it would sit idle.
-    if (cost > s.maxLease) {
+    if (cost > this.maxLease) {
       // A lease still in flight would land after the return and sit idle: wait for it first.
       if (this.inflight) await this.inflight.catch(() => {});
       this.returnUnused('oversized');
@@ -231,8 +245,8 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
       // docs/architecture.md "Guarantees" states (one request of at most a lease per instance and
       // key), and the store asked in the background for the key's state.
       if (
-        s.writeBehind &&
-        s.firstSight &&
+        this.writeBehind &&
+        this.firstSight &&
         !this.#known &&
         !this.#sighted &&
         !this.inflight &&
@@ -261,7 +275,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
         return ctx.answer(attempt, cost, check, this.decision(now, false, this.#retryAt - now));
       }
       if (attempt === MAX_ATTEMPTS) {
-        return ctx.answer(attempt, cost, check, this.decision(now, false, s.contentionRetryMs(cost)));
+        return ctx.answer(attempt, cost, check, this.decision(now, false, this.contentionRetryMs(cost)));
       }
       const acquired = this.#acquire(cost - (slice ? lease.unused(slice.segments) : 0));
       // While the store is suspended no request waits on it: the call is at most a probe, and its
@@ -276,7 +290,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
 
   /** Exact mode: one store call per decision, nothing held locally but the denial memory. */
   async #consumeExact(cost: number, check: Check | undefined): Promise<Decision> {
-    const { ctx, s } = this;
+    const { ctx } = this;
     const sentAt = ctx.now();
     if (sentAt < this.#deniedUntil && cost >= this.#deniedCost) {
       return ctx.answer(0, cost, check, this.decision(sentAt, false, this.#retryAt - sentAt));
@@ -293,10 +307,10 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
       fleet: 0,
       sentAt,
     };
-    const { op, req } = s.sync(p);
+    const { op, req } = this.sync(p);
     const result = await storeCall(ctx, op, this.storageKey, req);
     const now = ctx.now();
-    const grant = s.learn(result, p, now);
+    const grant = this.learn(result, p, now);
     this.#reportWindow = grant.window;
     if (grant.granted > 0) return ctx.answer(1, cost, check, this.decision(now, true, 0));
     this.#deniedUntil = grant.retryAt;
@@ -314,7 +328,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
     const slice = this.slice;
     if (!slice) return;
     if (now >= slice.endsAt) {
-      if (this.s.carriesOver) this.returnUnused('expired');
+      if (this.carriesOver) this.returnUnused('expired');
       else this.slice = undefined;
     } else if (now >= slice.expiresAt && !this.inflight) {
       this.returnUnused('expired');
@@ -346,7 +360,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
   }
 
   #sync(min: number, options: RunOptions): Promise<void> {
-    const { ctx, s } = this;
+    const { ctx } = this;
     const sentAt = ctx.now();
     const want = min === 0 ? 0 : Math.max(min, this.#extra(sentAt));
     const fleet = ctx.fleet();
@@ -364,13 +378,13 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
       min: Math.min(min, want),
       exact: false,
       reachAhead: want > min,
-      allowance: s.writeBehind && fleet > 0,
+      allowance: this.writeBehind && fleet > 0,
       fleet,
       sentAt,
     };
-    const { op, req } = s.sync(p);
+    const { op, req } = this.sync(p);
     return storeCall(ctx, op, this.storageKey, req, options)
-      .then((result) => this.#learn(s.learn(result, p, ctx.now()), p))
+      .then((result) => this.#learn(this.learn(result, p, ctx.now()), p))
       .catch((err: unknown) => {
         // Never sent: the usage it carried is still to be reported. Otherwise it may have been
         // applied, and a report is never sent twice.
@@ -383,7 +397,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
   }
 
   #learn(grant: Grant, p: SyncParams): void {
-    const { ctx, rule, s } = this;
+    const { ctx, rule } = this;
     const now = ctx.now();
     this.#known = true;
     this.#reporting = 0; // the answer counts it
@@ -395,7 +409,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
     if (grant.allowance > 0) {
       this.#deniedUntil = 0;
       // Slow start carries over: leases after an allowance start from its size, not from 1.
-      this.lastGrant = Math.max(this.lastGrant, Math.min(s.maxLease, grant.allowance));
+      this.lastGrant = Math.max(this.lastGrant, Math.min(this.maxLease, grant.allowance));
       return;
     }
     if (grant.granted === 0) {
@@ -430,8 +444,8 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
    * doubling from 1 for a key without history (slow start), at most the strategy's cap.
    */
   #extra(now: number): number {
-    const demand = Math.ceil(demandPerMs(this, now) * this.s.horizon(now));
-    return this.nextLease(this.s.cap(now), demand);
+    const demand = Math.ceil(demandPerMs(this, now) * this.horizon(now));
+    return this.nextLease(this.cap(now), demand);
   }
 
   /**
@@ -439,7 +453,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
    * anything: tokens fetched ahead for a quiet instance would sit idle while busier ones are refused.
    */
   #expectedSoon(now: number): boolean {
-    return demandPerMs(this, now) * this.s.horizon(now) >= 1 && this.s.cap(now) >= 1;
+    return demandPerMs(this, now) * this.horizon(now) >= 1 && this.cap(now) >= 1;
   }
 
   /**
@@ -456,11 +470,11 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
     if (tokens <= EPSILON && used <= 0) return;
     this.unreported = 0;
     this.ctx.stats.tokensReported += used;
-    const { ctx, rule, s } = this;
+    const { ctx, rule } = this;
     // Usage and tokens of different windows (the window turned): each goes to its own.
     const window = slice?.window ?? this.#reportWindow;
     if (used > 0 && window !== this.#reportWindow) {
-      const report = s.sync(this.#report(this.#reportWindow, used, 0));
+      const report = this.sync(this.#report(this.#reportWindow, used, 0));
       const unsent = this.#requeue(used);
       this.#handingBack += used;
       const call = storeCall(ctx, report.op, this.storageKey, report.req, BACKGROUND)
@@ -473,7 +487,7 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
       ctx.track(call);
     }
     const reported = window === this.#reportWindow ? used : 0;
-    const { op, req } = s.sync(this.#report(window, reported, tokens));
+    const { op, req } = this.sync(this.#report(window, reported, tokens));
     this.#handingBack += reported;
     handBack(ctx, op, this.storageKey, req, {
       policy: rule.name,
@@ -540,17 +554,17 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
   /** How long usage under an allowance may go unreported when nothing else reports it. */
   #reportEveryMs(): number {
     const every = REPORT_EVERY_LEASES * this.rule.leaseTtlMs;
-    return this.unreported >= this.s.limit * NOTICEABLE_SHARE ? every : every * SMALL_REPORT_FACTOR;
+    return this.unreported >= this.limit * NOTICEABLE_SHARE ? every : every * SMALL_REPORT_FACTOR;
   }
 
   async refund(cost: number): Promise<void> {
-    const { ctx, s } = this;
+    const { ctx } = this;
     // The refused cost may fit now.
     this.#deniedUntil = 0;
     const now = ctx.now();
-    const window = s.refundWindow(now);
+    const window = this.refundWindow(now);
     if (this.#putBack(this, window, now, cost)) return;
-    const { op, req } = s.release(window, cost);
+    const { op, req } = this.release(window, cost);
     await storeCall(ctx, op, this.storageKey, req);
   }
 
@@ -559,10 +573,10 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
    * now when it holds tokens of the same window, else to the store.
    */
   #refundInto(window: number, cost: number): void {
-    const { ctx, s } = this;
+    const { ctx } = this;
     const current = ctx.peek(this.storageKey);
     if (current instanceof LeasedKey && this.#putBack(current, window, ctx.now(), cost)) return;
-    const { op, req } = s.release(window, cost);
+    const { op, req } = this.release(window, cost);
     backgroundCall(ctx, op, this.storageKey, req);
   }
 
@@ -580,17 +594,9 @@ export class LeasedKey<Res> extends LeaseHolder<LeasedRule, void> implements Dem
     return true;
   }
 
-  protected override get limit(): number {
-    return this.s.limit;
-  }
-
   /** The store's last word carried forward, plus what this instance holds, less what it has not reported. */
   protected override remainingAt(now: number): number {
     const held = this.slice ? lease.available(this.slice.segments, now) : 0;
-    return this.s.remaining(now) + held - this.unreported - this.#reporting;
-  }
-
-  protected override resetMs(now: number, remaining: number): number {
-    return this.s.resetMs(now, remaining);
+    return this.remaining(now) + held - this.unreported - this.#reporting;
   }
 }

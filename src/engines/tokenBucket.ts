@@ -4,45 +4,50 @@
  * see `src/lease.ts`); an allowance is a share of the level while the bucket is at least half
  * full; `lease: 'exact'` asks the store for every decision.
  */
-import {
-  type AcquireResult,
-  msUntilRoom,
-  type SyncResult,
-  type TokenBucketShape,
-} from '../algorithms/tokenBucket.js';
+import { type AcquireResult, msUntilRoom, type SyncResult } from '../algorithms/tokenBucket.js';
 import type { TokenBucketRule } from '../policy.js';
 import { tokenBucketAcquire, tokenBucketRelease, tokenBucketSync } from '../stores/tokenBucketOps.js';
-import { type Engine, seconds } from './engine.js';
+import { type Engine, type EngineContext, seconds } from './engine.js';
 import { LeasedKey } from './leasedKey.js';
-import type { Grant, LeaseStrategy, StoreRequest, SyncParams } from './leaseStrategy.js';
+import type { Grant, StoreRequest, SyncParams } from './leaseStrategy.js';
 
-class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
-  // Numbers start as numbers, then set in the constructor (see `LeasedKey.demandSum`).
-  readonly limit: number = 0;
-  readonly maxLease: number = 0;
-  readonly writeBehind: boolean;
-  readonly firstSight = true;
-  readonly carriesOver = false;
-  readonly #shape: TokenBucketShape;
-  /** Last known level after our grant, and when we learned it. */
+/** A bucket's key state: the lease core and, as its strategy, what the store last said of the level. */
+class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
+  declare readonly rule: TokenBucketRule;
+  /** Last known level after our grant, and when we learned it (numbers from the start: see `LeasedKey.demandSum`). */
   #level = 0;
   #levelAt = 0;
 
-  constructor(
-    private readonly rule: TokenBucketRule,
-    now: number,
-  ) {
-    this.limit = rule.burst;
-    this.maxLease = rule.maxLease;
-    this.writeBehind = rule.writeBehind;
-    this.#shape = { rate: rule.rate, periodMs: rule.periodMs, burst: rule.burst };
+  constructor(ctx: EngineContext, rule: TokenBucketRule, key: string, storageKey: string) {
+    super(ctx, rule, key, storageKey);
     this.#level = rule.burst;
-    this.#levelAt = now;
+    this.#levelAt = ctx.now();
   }
 
-  // The requests below are literals, not spreads of the shape (see `decisionWith` in src/decision.ts).
+  // Read from the rule, not kept per key: the rule is shared and in cache.
+  override get limit(): number {
+    return this.rule.burst;
+  }
+
+  get maxLease(): number {
+    return this.rule.maxLease;
+  }
+
+  get writeBehind(): boolean {
+    return this.rule.writeBehind;
+  }
+
+  get firstSight(): boolean {
+    return true;
+  }
+
+  get carriesOver(): boolean {
+    return false;
+  }
+
+  // The requests below are literals, not spreads of the rule (see `decisionWith` in src/decision.ts).
   sync(p: SyncParams): StoreRequest<AcquireResult | SyncResult> {
-    const { rate, periodMs, burst } = this.#shape;
+    const { rate, periodMs, burst } = this.rule;
     // An exact decision is a plain acquisition: nothing to settle, nothing granted ahead.
     if (p.exact) {
       return { op: tokenBucketAcquire, req: { rate, periodMs, burst, want: p.want, min: p.min, ahead: 0 } };
@@ -73,12 +78,12 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
       opensPerMs: this.rule.ratePerMs,
       window: 0,
       endsAt: Number.POSITIVE_INFINITY,
-      retryAt: now + msUntilRoom(result.levelBefore, this.#shape, p.min, ahead),
+      retryAt: now + msUntilRoom(result.levelBefore, this.rule, p.min, ahead),
     };
   }
 
   release(_window: number, tokens: number): StoreRequest<null> {
-    const { rate, periodMs, burst } = this.#shape;
+    const { rate, periodMs, burst } = this.rule;
     return { op: tokenBucketRelease, req: { rate, periodMs, burst, tokens } };
   }
 
@@ -95,7 +100,7 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
     return Math.min(rule.burst, this.#level + Math.max(0, now - this.#levelAt) * rule.ratePerMs);
   }
 
-  resetMs(_now: number, remaining: number): number {
+  override resetMs(_now: number, remaining: number): number {
     return Math.ceil((this.rule.burst - remaining) / this.rule.ratePerMs);
   }
 
@@ -109,8 +114,7 @@ class TokenBucketStrategy implements LeaseStrategy<AcquireResult | SyncResult> {
 }
 
 export const tokenBucketEngine: Engine<TokenBucketRule> = {
-  open: (ctx, rule, key, storageKey) =>
-    new LeasedKey(ctx, rule, key, storageKey, new TokenBucketStrategy(rule, ctx.now())),
+  open: (ctx, rule, key, storageKey) => new TokenBucketKey(ctx, rule, key, storageKey),
   methods: ['consume'],
   describe: (rule) => ({ limit: rule.burst, windowSeconds: seconds(rule.burst / rule.ratePerMs) }),
 };

@@ -29,9 +29,9 @@ import {
   slidingWindowRelease,
   slidingWindowSync,
 } from '../stores/windowOps.js';
-import { type Engine, seconds } from './engine.js';
+import { type Engine, type EngineContext, seconds } from './engine.js';
 import { LeasedKey } from './leasedKey.js';
-import type { Grant, LeaseStrategy, StoreRequest, SyncParams } from './leaseStrategy.js';
+import type { Grant, StoreRequest, SyncParams } from './leaseStrategy.js';
 
 interface WindowAlgorithm {
   /** An exact decision. */
@@ -62,16 +62,11 @@ const ALGORITHMS: Record<WindowRule['algorithm'], WindowAlgorithm> = {
   },
 };
 
-class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
-  // Numbers start as numbers, then set in the constructor (see `LeasedKey.demandSum`).
-  readonly limit: number = 0;
-  readonly maxLease: number = 0;
-  readonly writeBehind: boolean;
-  // Usage names its window, which only the store's first reply tells.
-  readonly firstSight = false;
-  readonly carriesOver: boolean;
+/** A window's key state: the lease core and, as its strategy, what the store last said of the window. */
+class WindowKey extends LeasedKey<WindowGrant | WindowSyncResult> {
+  declare readonly rule: WindowRule;
   readonly #algorithm: WindowAlgorithm;
-  /** What the last store reply said, in local time. */
+  /** What the last store reply said, in local time (numbers from the start: see `LeasedKey.demandSum`). */
   #remaining = 0;
   #opensPerMs = 0;
   #windowEndsAt = Number.NEGATIVE_INFINITY;
@@ -79,14 +74,33 @@ class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
   #window = 0;
   #resetAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly rule: WindowRule) {
+  constructor(ctx: EngineContext, rule: WindowRule, key: string, storageKey: string) {
+    super(ctx, rule, key, storageKey);
     this.#algorithm = ALGORITHMS[rule.algorithm];
-    this.carriesOver = this.#algorithm.carriesOver;
-    this.limit = rule.limit;
-    this.writeBehind = rule.writeBehind;
-    // A slice is sized by the quota left (`cap`), not by a fixed most.
-    this.maxLease = rule.limit;
     this.#remaining = rule.limit;
+  }
+
+  // Read from the rule, not kept per key: the rule is shared and in cache.
+  override get limit(): number {
+    return this.rule.limit;
+  }
+
+  /** A slice is sized by the quota left (`cap`), not by a fixed most. */
+  get maxLease(): number {
+    return this.rule.limit;
+  }
+
+  get writeBehind(): boolean {
+    return this.rule.writeBehind;
+  }
+
+  /** Usage names its window, which only the store's first reply tells. */
+  get firstSight(): boolean {
+    return false;
+  }
+
+  get carriesOver(): boolean {
+    return this.#algorithm.carriesOver;
   }
 
   sync(p: SyncParams): StoreRequest<WindowGrant | WindowSyncResult> {
@@ -163,7 +177,7 @@ class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
     return now < this.#windowEndsAt || this.carriesOver ? this.#remaining : this.rule.limit;
   }
 
-  resetMs(now: number, remaining: number): number {
+  override resetMs(now: number, remaining: number): number {
     const stored = Math.max(0, Math.ceil(this.#resetAt - now));
     // Less left than the store's reply says: usage admitted within an allowance and not reported
     // yet, which counts in this window (and, for a sliding window, weighs through the next one).
@@ -183,7 +197,7 @@ class WindowStrategy implements LeaseStrategy<WindowGrant | WindowSyncResult> {
 }
 
 export const windowEngine: Engine<WindowRule> = {
-  open: (ctx, rule, key, storageKey) => new LeasedKey(ctx, rule, key, storageKey, new WindowStrategy(rule)),
+  open: (ctx, rule, key, storageKey) => new WindowKey(ctx, rule, key, storageKey),
   methods: ['consume'],
   describe(rule, now) {
     // A calendar month is as long as the one `now` is in.
