@@ -50,18 +50,22 @@ local function fmt(x)
   return string.format('%.17g', x)
 end
 
--- A token bucket is a string "level time" (the level may be negative; time is store time in ms):
--- read with one GET and written with one SET that also sets its expiry, where a hash took HMGET,
--- HSET and PEXPIRE. The hash tokenlease 0.1 wrote is still read; the next write replaces it.
+-- A token bucket is a string "level time" (the level may be negative; time is store time in ms),
+-- or "level time lent until" while leases hold tokens that existed when granted (`lent`, handed
+-- back by store time `until` at the latest): read with one GET and written with one SET that also
+-- sets its expiry, where a hash took HMGET, HSET and PEXPIRE. The hash tokenlease 0.1 wrote is
+-- still read; the next write replaces it.
 local function bucket_stored(bucket)
   local stored = redis.pcall('GET', bucket)
   if type(stored) == 'string' then
-    local space = string.find(stored, ' ', 1, true)
-    local level, ts = nil, nil
-    if space then level, ts = tonumber(string.sub(stored, 1, space - 1)), tonumber(string.sub(stored, space + 1)) end
+    local fields = {}
+    for field in string.gmatch(stored, '%S+') do fields[#fields + 1] = tonumber(field) end
+    local level, ts, lent, lent_until = fields[1], fields[2], fields[3], fields[4]
     -- Something else wrote the key: fail before any write rather than compute on garbage.
-    if level == nil or ts == nil then error({ err = 'ERR tokenlease: not a token bucket at ' .. bucket }) end
-    return level, ts
+    if level == nil or ts == nil or (#fields ~= 2 and #fields ~= 4) or (#fields == 4 and (lent == nil or lent_until == nil)) then
+      error({ err = 'ERR tokenlease: not a token bucket at ' .. bucket })
+    end
+    return level, ts, lent, lent_until
   end
   if type(stored) == 'table' and stored.err then
     local legacy = redis.call('HMGET', bucket, 'l', 't')
@@ -70,19 +74,30 @@ local function bucket_stored(bucket)
   return nil, nil
 end
 
--- Token bucket state at `now`: the refilled level and the stored time (nil when the bucket is
--- absent, i.e. full). Port of refill() in src/algorithms/tokenBucket.ts, same arithmetic order.
+-- Token bucket state at `now`: the refilled level, the stored time (nil when the bucket is
+-- absent, i.e. full), and what leases hold of existing tokens and until when (heldAt(): nothing
+-- once that time has passed, nor in a full bucket). Port of refill() in src/algorithms/tokenBucket.ts, same arithmetic order.
 local function bucket_level(bucket, now, rate, period, burst)
-  local level, ts = bucket_stored(bucket)
-  if level == nil then return burst, nil end
+  local level, ts, lent, lent_until = bucket_stored(bucket)
+  if level == nil then return burst, nil, 0, now end
   local elapsed = math.max(0, now - ts)
-  return math.min(burst, level + (elapsed * rate) / period), ts
+  local refilled = math.min(burst, level + (elapsed * rate) / period)
+  if lent == nil or now >= lent_until or refilled >= burst then lent, lent_until = 0, now end
+  return refilled, ts, lent, lent_until
 end
 
--- Stores `level` at `now`. The key expires exactly when the bucket would be full again: then
--- absence means the same thing.
-local function bucket_write(bucket, level, now, rate, period, burst)
-  redis.call('SET', bucket, fmt(level) .. ' ' .. fmt(now), 'PX', ttl_ms(math.ceil(((burst - level) * period) / rate) + 1))
+-- Stores `level` at `now`, with what leases hold when they hold something (written()). The key
+-- expires exactly when the bucket would be full again: then absence means the same thing.
+local function bucket_write(bucket, level, now, rate, period, burst, lent, lent_until)
+  local value = fmt(level) .. ' ' .. fmt(now)
+  if lent ~= nil and lent > 0 then value = value .. ' ' .. fmt(lent) .. ' ' .. fmt(lent_until) end
+  redis.call('SET', bucket, value, 'PX', ttl_ms(math.ceil(((burst - level) * period) / rate) + 1))
+end
+
+-- What a reply says leases hold: { lent, lent_ms } as strings (lentReply()).
+local function bucket_lent_reply(lent, lent_until, now)
+  if lent > 0 then return fmt(lent), fmt(lent_until - now) end
+  return '0', '0'
 end
 
 -- Write-behind allowance: port of allowanceFrom() in src/algorithms/allowance.ts.

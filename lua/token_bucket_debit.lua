@@ -12,9 +12,9 @@ local burst = number_arg(3, 'burst', false)       -- capacity
 local tokens = number_arg(4, 'tokens', false)     -- tokens the fallback admitted
 local now = now_arg(5)                            -- ms
 
-local level, ts = bucket_level(bucket, now, rate, period, burst)
+local level, ts, lent, lent_until = bucket_level(bucket, now, rate, period, burst)
 
 local next_level = math.max(level - tokens, math.min(level, 0))
 if next_level == level and ts ~= nil and now >= ts then return fmt(0) end
-bucket_write(bucket, next_level, now, rate, period, burst)
+bucket_write(bucket, next_level, now, rate, period, burst, lent, lent_until)
 return fmt(level - next_level)

@@ -11,8 +11,8 @@ local burst = number_arg(3, 'burst', false)       -- capacity
 local tokens = number_arg(4, 'tokens', true)      -- unused tokens handed back
 local now = now_arg(5)                            -- ms
 
-local level, ts = bucket_level(bucket, now, rate, period, burst)
+local level, ts, lent, lent_until = bucket_level(bucket, now, rate, period, burst)
 if ts == nil then return false end
 local next_level = math.min(burst, level + tokens)
-bucket_write(bucket, next_level, now, rate, period, burst)
+bucket_write(bucket, next_level, now, rate, period, burst, lent, lent_until)
 return fmt(next_level)

@@ -24,8 +24,9 @@ export interface LeaseOptions {
   /**
    * How far into the future a lease may reach, as refill time. Leasing tokens that will only exist
    * later keeps an oversubscribed key from sending every instance to the store for each token.
-   * @default the time to refill two bursts (`2 * burst / rate * period`): room for every instance of a
-   * busy key to hold one lease in the queue, so an oversubscribed key rarely sends anyone back empty-handed
+   * @default the time to refill two bursts (`2 * burst / rate * period`), at most the lease `ttl`: room
+   * for every instance of a busy key to hold one lease in the queue, so an oversubscribed key rarely
+   * sends anyone back empty-handed, and never a token further off than a lease time
    */
   ahead?: Duration;
   /**
@@ -399,9 +400,12 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
   leaseObject<LeaseOptions>(lease, field);
   const maxFraction =
     lease.maxFraction === undefined ? 0.1 : fraction(lease.maxFraction, `${field}.lease.maxFraction`);
+  const leaseTtlMs = parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`);
+  // By default no further than a lease time: a token that exists only later than that would sit in
+  // one instance's lease, its refusals stating that far-off wait, while peers' leases come back.
   const aheadMs =
     lease.ahead === undefined
-      ? (2 * burst) / ratePerMs
+      ? Math.min((2 * burst) / ratePerMs, leaseTtlMs)
       : refillTime(parseDuration(lease.ahead, `${field}.lease.ahead`), `${field}.lease.ahead`);
   return {
     name,
@@ -413,7 +417,7 @@ function tokenBucket(name: string, raw: TokenBucketPolicy, field: string): Token
     exact: false,
     maxLease: Math.max(1, Math.floor(burst * maxFraction)),
     ahead: aheadMs * ratePerMs,
-    leaseTtlMs: parseDuration(lease.ttl ?? '2s', `${field}.lease.ttl`),
+    leaseTtlMs,
     horizonMs: parseDuration(lease.horizon ?? '500ms', `${field}.lease.horizon`),
     writeBehind: writeBehind(lease.writeBehind, field),
     fail,

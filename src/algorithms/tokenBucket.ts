@@ -25,6 +25,50 @@ export interface TokenBucketState {
   readonly level: number;
   /** Store time in ms of the last write. */
   readonly ts: number;
+  /**
+   * Tokens leases took that existed when granted and may still come back unused (absent: none),
+   * handed back by `lentUntil` (store time) at the latest: a refusal's wait is no later than that.
+   */
+  readonly lent?: number;
+  readonly lentUntil?: number;
+}
+
+/** Leased tokens that may come back, and by when (store time), as a reply states them. */
+export interface Lent {
+  /** Tokens leases took that existed when granted, not handed back yet (0: none). */
+  readonly lent: number;
+  /** Ms from the store's now until they are handed back at the latest (0 with `lent` 0). */
+  readonly lentMs: number;
+}
+
+/**
+ * What `state` says leases hold at `now`: nothing once their hand-back time has passed, nor in a
+ * bucket refilled to `level` full (its key may expire any moment, and a full bucket refuses nothing).
+ */
+function heldAt(
+  state: TokenBucketState | undefined,
+  now: number,
+  level: number,
+  burst: number,
+): { lent: number; until: number } {
+  if (
+    state?.lent === undefined ||
+    state.lentUntil === undefined ||
+    now >= state.lentUntil ||
+    level >= burst
+  ) {
+    return { lent: 0, until: now };
+  }
+  return { lent: state.lent, until: state.lentUntil };
+}
+
+/** The state to write: `level` at `now`, with what leases hold when they hold something. */
+function written(level: number, now: number, lent: number, until: number): TokenBucketState {
+  return lent > 0 ? { level, ts: now, lent, lentUntil: until } : { level, ts: now };
+}
+
+function lentReply(lent: number, until: number, now: number): Lent {
+  return lent > 0 ? { lent, lentMs: until - now } : { lent: 0, lentMs: 0 };
 }
 
 export interface TokenBucketShape {
@@ -44,7 +88,7 @@ export interface AcquireRequest extends TokenBucketShape {
   readonly ahead: number;
 }
 
-export interface AcquireResult {
+export interface AcquireResult extends Lent {
   readonly granted: number;
   /** Level after refill and before the debit: where this lease's tokens start in the queue. */
   readonly levelBefore: number;
@@ -83,27 +127,21 @@ export function acquire(
   req: AcquireRequest,
 ): Transition<TokenBucketState, AcquireResult> {
   const level = refill(state, now, req);
+  const held = heldAt(state, now, level, req.burst);
   const room = level + req.ahead;
   let granted = 0;
   if (room >= req.want) granted = req.want;
   else if (room >= req.min) granted = room;
+  const result = { granted, levelBefore: level, now, ...lentReply(held.lent, held.until, now) };
   if (granted === 0) {
     // A refusal writes nothing (same reference, same expiry) unless the store clock went backwards:
     // then `ts` moves back to now, or the bucket would refill nothing until the clock caught up.
-    if (state === undefined || now >= state.ts)
-      return { state, ttlMs: 0, result: { granted, levelBefore: level, now } };
-    return {
-      state: { level, ts: now },
-      ttlMs: msUntilFull(level, req),
-      result: { granted, levelBefore: level, now },
-    };
+    if (state === undefined || now >= state.ts) return { state, ttlMs: 0, result };
+    return { state: written(level, now, held.lent, held.until), ttlMs: msUntilFull(level, req), result };
   }
+  // An exact decision spends what it takes at once: nothing of it comes back.
   const next = level - granted;
-  return {
-    state: { level: next, ts: now },
-    ttlMs: msUntilFull(next, req),
-    result: { granted, levelBefore: level, now },
-  };
+  return { state: written(next, now, held.lent, held.until), ttlMs: msUntilFull(next, req), result };
 }
 
 /** Hands unused leased tokens back; the bucket never rises above its capacity. */
@@ -113,15 +151,31 @@ export function release(
   req: ReleaseRequest,
 ): Transition<TokenBucketState, null> {
   if (state === undefined) return { state: undefined, ttlMs: 0, result: null };
-  const next = Math.min(req.burst, refill(state, now, req) + req.tokens);
-  return { state: { level: next, ts: now }, ttlMs: msUntilFull(next, req), result: null };
+  const refilled = refill(state, now, req);
+  const next = Math.min(req.burst, refilled + req.tokens);
+  const held = heldAt(state, now, refilled, req.burst);
+  return { state: written(next, now, held.lent, held.until), ttlMs: msUntilFull(next, req), result: null };
 }
 
-/** Milliseconds until `min` tokens fit in the window of a bucket at `level`. */
-export function msUntilRoom(level: number, shape: TokenBucketShape, min: number, ahead: number): number {
+/**
+ * Milliseconds until `min` tokens fit in the window of a bucket at `level`. With tokens out in
+ * leases (`lent`), no later than they are handed back, if they cover what is missing, or the
+ * refill of what they do not cover: the wait is true if the holders do not spend them, and the
+ * request is decided by the store again either way.
+ */
+export function msUntilRoom(
+  level: number,
+  shape: TokenBucketShape,
+  min: number,
+  ahead: number,
+  lent: Lent = { lent: 0, lentMs: 0 },
+): number {
   const missing = min - (level + ahead);
   if (missing <= 0) return 0;
-  return (missing * shape.periodMs) / shape.rate;
+  const refilled = (missing * shape.periodMs) / shape.rate;
+  if (lent.lent <= 0) return refilled;
+  const rest = Math.max(0, missing - lent.lent);
+  return Math.min(refilled, Math.max(lent.lentMs, (rest * shape.periodMs) / shape.rate));
 }
 
 /** What a request of cost 1 would see now, changing nothing (port: `lua/token_bucket_peek.lua`). */
@@ -154,7 +208,12 @@ export function debit(
   const level = refill(state, now, req);
   const next = Math.max(level - req.tokens, Math.min(level, 0));
   if (next === level && state !== undefined && now >= state.ts) return { state, ttlMs: 0, result: 0 };
-  return { state: { level: next, ts: now }, ttlMs: msUntilFull(next, req), result: level - next };
+  const held = heldAt(state, now, level, req.burst);
+  return {
+    state: written(next, now, held.lent, held.until),
+    ttlMs: msUntilFull(next, req),
+    result: level - next,
+  };
 }
 
 export interface SyncRequest extends TokenBucketShape {
@@ -172,6 +231,13 @@ export interface SyncRequest extends TokenBucketShape {
   readonly allowance: number;
   /** Instances sharing the limits (0: unknown, then no allowance is granted). */
   readonly fleet: number;
+  /**
+   * Longest a lease's existing tokens are held unused before they are handed back (the lease
+   * `ttl`): the store counts them as lent until then.
+   */
+  readonly holdMs: number;
+  /** Tokens of this instance's leases it spent since it last said: they will not come back. */
+  readonly spent: number;
 }
 
 export interface SyncResult extends AcquireResult {
@@ -211,14 +277,25 @@ export function sync(
     if (room >= req.want) granted = req.want;
     else if (req.min > 0 && room >= req.min) granted = room;
   }
-  const result = { granted, allowance, levelBefore: level, now };
+  // What leases hold of existing tokens: less what comes back now, plus what this lease takes of
+  // them (its tokens below zero exist only later and are not counted).
+  const held = heldAt(state, now, refilled, req.burst);
+  let lent = Math.max(0, held.lent - req.returned - req.spent);
+  let until = lent > 0 ? held.until : now;
+  const existing = Math.min(granted, Math.max(0, level));
+  if (existing > 0 && req.holdMs > 0) {
+    lent += existing;
+    // Held until the last of its tokens exists, and a lease time after.
+    until = Math.max(until, now + req.holdMs + ((granted - existing) * req.periodMs) / req.rate);
+  }
+  const result = { granted, allowance, levelBefore: level, now, ...lentReply(lent, until, now) };
   // Nothing to settle and nothing leased: nothing is written (an absent bucket is full anyway),
   // unless the store clock went backwards, as for a refusal in `acquire`.
   const settles = req.used > 0 || (req.returned > 0 && state !== undefined);
   if (!settles && granted === 0) {
     if (state === undefined || now >= state.ts) return { state, ttlMs: 0, result };
-    return { state: { level, ts: now }, ttlMs: msUntilFull(level, req), result };
+    return { state: written(level, now, lent, until), ttlMs: msUntilFull(level, req), result };
   }
   const next = level - granted;
-  return { state: { level: next, ts: now }, ttlMs: msUntilFull(next, req), result };
+  return { state: written(next, now, lent, until), ttlMs: msUntilFull(next, req), result };
 }

@@ -22,6 +22,8 @@ export interface SyncParams {
   readonly used: number;
   /** Leased tokens handed back unused. */
   readonly returned: number;
+  /** Leased tokens spent since the last sync: the store stops counting them as possibly coming back. */
+  readonly spent: number;
   /** What `used` and `returned` belong to (`Grant.window`). */
   readonly window: number;
   /** Tokens wanted as a lease (0: none, a report only). */

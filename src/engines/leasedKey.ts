@@ -109,6 +109,8 @@ export abstract class LeasedKey<Res>
   #lastSync = 0;
   /** Usage riding on hand-backs still in flight: the state is kept until they settle. */
   #handingBack = 0;
+  /** Leased tokens held or spent since the last sync told the store what was spent. */
+  #leasedOut = 0;
 
   constructor(ctx: EngineContext, rule: LeasedRule, key: string, storageKey: string) {
     super(ctx, rule, key, storageKey);
@@ -217,7 +219,6 @@ export abstract class LeasedKey<Res>
 
   async #consume(cost: number, check: Check | undefined): Promise<Decision> {
     const { ctx, rule } = this;
-    noteDemand(this, ctx.now(), cost);
     if (cost > this.limit) {
       return ctx.answer(0, cost, check, this.decision(ctx.now(), false, Number.POSITIVE_INFINITY));
     }
@@ -230,6 +231,9 @@ export abstract class LeasedKey<Res>
       this.returnUnused('oversized');
       return this.#consumeExact(cost, check);
     }
+    // Only what a lease can serve sizes the next one: a cost the store decides would inflate it
+    // into tokens that sit idle.
+    noteDemand(this, ctx.now(), cost);
     for (let attempt = 0; ; attempt++) {
       const now = ctx.now();
       if (this.#spendAllowance(now, cost)) {
@@ -298,6 +302,7 @@ export abstract class LeasedKey<Res>
     const p: SyncParams = {
       used: 0,
       returned: 0,
+      spent: 0,
       window: 0,
       want: cost,
       min: cost,
@@ -373,6 +378,7 @@ export abstract class LeasedKey<Res>
     const p: SyncParams = {
       used,
       returned: 0,
+      spent: this.#spentSince(),
       window: this.#reportWindow,
       want,
       min: Math.min(min, want),
@@ -423,6 +429,7 @@ export abstract class LeasedKey<Res>
       return;
     }
     this.granted(grant.granted);
+    this.#leasedOut += grant.granted;
     this.#deniedUntil = 0;
     if (this.slice?.window !== grant.window) {
       if (this.slice) this.returnUnused('expired');
@@ -461,9 +468,11 @@ export abstract class LeasedKey<Res>
    * item riding with others: no round trip of its own). The allowance itself is given up.
    */
   override returnUnused(reason: ReturnReason): void {
+    const spent = this.#spentSince();
     const slice = this.slice;
     this.slice = undefined;
     this.allowance = 0;
+    this.#leasedOut = 0;
     const tokens = slice ? Math.max(0, lease.unused(slice.segments)) : 0;
     // A sync in flight reports what it carries; usage admitted meanwhile goes now.
     const used = this.unreported;
@@ -487,7 +496,7 @@ export abstract class LeasedKey<Res>
       ctx.track(call);
     }
     const reported = window === this.#reportWindow ? used : 0;
-    const { op, req } = this.sync(this.#report(window, reported, tokens));
+    const { op, req } = this.sync(this.#report(window, reported, tokens, spent));
     this.#handingBack += reported;
     handBack(ctx, op, this.storageKey, req, {
       policy: rule.name,
@@ -514,11 +523,23 @@ export abstract class LeasedKey<Res>
     };
   }
 
+  /**
+   * Leased tokens spent since the last sync (what was leased less what is still held), and from
+   * now on counted from what is held.
+   */
+  #spentSince(): number {
+    const held = this.slice ? Math.max(0, lease.unused(this.slice.segments)) : 0;
+    const spent = Math.max(0, this.#leasedOut - held);
+    this.#leasedOut = held;
+    return spent;
+  }
+
   /** A sync that only reports usage and hands tokens back: no lease, no allowance asked for. */
-  #report(window: number, used: number, returned: number): SyncParams {
+  #report(window: number, used: number, returned: number, spent = 0): SyncParams {
     return {
       used,
       returned,
+      spent,
       window,
       want: 0,
       min: 0,

@@ -11,6 +11,15 @@ import { type Engine, type EngineContext, seconds } from './engine.js';
 import { LeasedKey } from './leasedKey.js';
 import type { Grant, StoreRequest, SyncParams } from './leaseStrategy.js';
 
+/**
+ * Share of the lease horizon leases are sized to while the bucket is oversubscribed. Tokens leased
+ * then wait at their instance, on average, half the horizon: a standing stock of about
+ * `rate × horizon / 2` that the cluster lags the exact bucket by. 0.4 cut steady-2x's worst drift
+ * from -7.8 % to -3.8 % for 0.16 → 0.25 store calls per decision (`npm run sim`); shorter costs
+ * calls faster than it gains accuracy, and lets the allowances' overshoot at a saw's rise show.
+ */
+const SATURATED_HORIZON = 0.4;
+
 /** A bucket's key state: the lease core and, as its strategy, what the store last said of the level. */
 class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
   declare readonly rule: TokenBucketRule;
@@ -63,6 +72,8 @@ class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
       ahead: p.reachAhead ? this.rule.ahead : 0,
       allowance: p.allowance ? this.rule.burst : 0,
       fleet: p.fleet,
+      holdMs: this.rule.leaseTtlMs,
+      spent: p.spent,
     };
     return { op: tokenBucketSync, req };
   }
@@ -78,7 +89,8 @@ class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
       opensPerMs: this.rule.ratePerMs,
       window: 0,
       endsAt: Number.POSITIVE_INFINITY,
-      retryAt: now + msUntilRoom(result.levelBefore, this.rule, p.min, ahead),
+      // Tokens out in peers' leases come back within a lease time if unused: no later than that.
+      retryAt: now + msUntilRoom(result.levelBefore, this.rule, p.min, ahead, result),
     };
   }
 
@@ -92,7 +104,10 @@ class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
   }
 
   horizon(): number {
-    return this.rule.horizonMs;
+    // Below zero after our last grant, leases reach into tokens that exist only later: the bucket
+    // is oversubscribed and every token held here waits for this instance's next requests while
+    // peers are refused (docs/accuracy.md). Sized to a shorter horizon, less of the refill waits.
+    return this.#level < 0 ? this.rule.horizonMs * SATURATED_HORIZON : this.rule.horizonMs;
   }
 
   remaining(now: number): number {

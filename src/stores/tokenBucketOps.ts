@@ -5,6 +5,7 @@ import {
   acquire,
   type DebitRequest,
   debit,
+  type Lent,
   peek,
   type ReleaseRequest,
   release,
@@ -25,14 +26,24 @@ function num(value: unknown, what: string, script: string): number {
   return n;
 }
 
+/** The `lent, lent_ms` pair a reply carries from index `at`. */
+function lentOf(r: unknown[], at: number, script: string): Lent {
+  return { lent: num(r[at], 'lent', script), lentMs: num(r[at + 1], 'lentMs', script) };
+}
+
 export const tokenBucketAcquire: Operation<TokenBucketState, AcquireRequest, AcquireResult> = {
   script: 'token_bucket_acquire',
   apply: acquire,
   args: (r) => [r.rate, r.periodMs, r.burst, r.want, r.min, r.ahead],
   parse(reply) {
     const s = 'token_bucket_acquire';
-    const r = replyArray(reply, 3, s);
-    return { granted: num(r[0], 'granted', s), levelBefore: num(r[1], 'level', s), now: num(r[2], 'now', s) };
+    const r = replyArray(reply, 5, s);
+    return {
+      granted: num(r[0], 'granted', s),
+      levelBefore: num(r[1], 'level', s),
+      now: num(r[2], 'now', s),
+      ...lentOf(r, 3, s),
+    };
   },
 };
 
@@ -64,15 +75,18 @@ export const tokenBucketSync: Operation<TokenBucketState, SyncRequest, SyncResul
     r.ahead,
     r.allowance,
     r.fleet,
+    r.holdMs,
+    r.spent,
   ],
   parse(reply) {
     const s = 'token_bucket_sync';
-    const r = replyArray(reply, 4, s);
+    const r = replyArray(reply, 6, s);
     return {
       granted: num(r[0], 'granted', s),
       allowance: num(r[1], 'allowance', s),
       levelBefore: num(r[2], 'level', s),
       now: num(r[3], 'now', s),
+      ...lentOf(r, 4, s),
     };
   },
 };

@@ -103,8 +103,9 @@ describe('prometheusObserver', () => {
     expect(await samples(registry, 'tokenlease_returned_tokens_total')).toEqual([
       'tokenlease_returned_tokens_total{policy="leased"} 12',
     ]);
-    // 'b' expired and went idle, 'a' is idle; 'c' still carries its recent demand of 500.
-    expect(await samples(registry, 'tokenlease_local_keys')).toEqual(['tokenlease_local_keys 1']);
+    // 'b' expired and went idle, 'a' is idle, and so is 'c': a cost no lease can serve is not
+    // demand that sizes leases, so nothing keeps its state.
+    expect(await samples(registry, 'tokenlease_local_keys')).toEqual(['tokenlease_local_keys 0']);
     expect(await samples(registry, 'tokenlease_top_denied')).toEqual([
       ...[2, 0, 0, 0, 0].map((v, i) => `tokenlease_top_denied{policy="exact",rank="${i + 1}"} ${v}`),
       ...[1, 0, 0, 0, 0].map((v, i) => `tokenlease_top_denied{policy="leased",rank="${i + 1}"} ${v}`),
@@ -122,7 +123,7 @@ describe('prometheusObserver', () => {
       leasesReturned: 1,
       leasesExpired: 1,
       tokensStranded: 0,
-      keys: 1,
+      keys: 0,
     });
     expect(stats.outcomes).toEqual({
       allowed: 40,

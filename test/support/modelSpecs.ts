@@ -129,6 +129,8 @@ const tokenBucket: ModelSpec = {
               ahead: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 100, noNaN: true })),
               allowance: fc.oneof(fc.constant(0), tokens, fc.constant(1e12)),
               fleet: fc.constantFrom(0, 1, 3, 20),
+              holdMs: fc.constantFrom(0, 1, 2000, 60_000),
+              spent: fc.oneof(fc.constant(0), tokens),
             })
             .map((x) => {
               const req = { ...s, ...x, min: Math.min(x.min, x.want) };

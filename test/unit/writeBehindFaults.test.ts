@@ -330,6 +330,8 @@ describe('token bucket sync under lost calls and crashes', () => {
                     ahead: aheadBursts * burst,
                     allowance: ask.allowance ? burst : 0,
                     fleet: ask.allowance ? fleet : 0,
+                    holdMs: 2000,
+                    spent: 0,
                   });
                   return {
                     allowance: r.allowance,
@@ -439,6 +441,8 @@ describe('token bucket sync: reported usage is charged in full', () => {
     ahead: 0,
     allowance: 0,
     fleet: 0,
+    holdMs: 0,
+    spent: 0,
   });
 
   it('a report lands even where leases reaching ahead took the level below one burst', () => {
@@ -484,6 +488,8 @@ describe('token bucket sync: reported usage is charged in full', () => {
               ahead: 200,
               allowance: ask.allowance ? 100 : 0,
               fleet: ask.allowance ? 2 : 0,
+              holdMs: 2000,
+              spent: 0,
             });
             return { ...r, window: 0, endsAt: Number.POSITIVE_INFINITY, opensPerMs: 0.1 };
           },
