@@ -225,7 +225,10 @@ interface Plan<Req> {
   results: RuleResult[];
   /** The rules of `results`, in the same order. */
   rules: readonly CompiledRule<Req>[];
-  /** Their policies' windows, read before `consume` (a plans reload may remove a policy after). */
+  /**
+   * Their policies' windows, read before `consume` (a plans reload may remove a policy after); 0
+   * without standard headers, the only ones that show a window.
+   */
   windows: number[];
   /** The enforced rules' checks, in rule order, for one `consume`. */
   enforced: Check[];
@@ -558,7 +561,9 @@ export class RateLimitCore<Req> {
         enforced,
         decision: undefined,
       });
-      windows.push(this.#o.limiter.describe(rule.policy).windowSeconds);
+      // Legacy headers alone (express-rate-limit's default) show no window: no describe(), a clock
+      // read and an object per rule and request.
+      windows.push(this.#standard === false ? 0 : this.#o.limiter.describe(rule.policy).windowSeconds);
       // route and shadow only reach the limiter's observers (metrics, logs, alerts).
       checks.push({ policy: rule.policy, key, cost: ruleCost, route, shadow: !enforced });
       if (!enforced) shadowed = true;
