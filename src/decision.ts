@@ -66,21 +66,14 @@ export interface PolicyDescription {
 /**
  * A copy of `decision` with `checks`, built from a literal (fields listed, not spread): on Node 20
  * an object spread and then given properties it did not have gets a hidden class of its own every
- * time, which costs microseconds per call (and GC) on a path taken per request.
+ * time, which costs microseconds per call (and GC) on a path taken per request. With checks, one
+ * literal of nine fields: adding `checks` afterwards cost a map transition and a property store
+ * outside the object on every multi-rule answer.
  */
 export function withChecks(decision: Decision, checks: readonly Decision[] | undefined): Decision {
-  const copy: Decision = {
-    allowed: decision.allowed,
-    policy: decision.policy,
-    key: decision.key,
-    limit: decision.limit,
-    remaining: decision.remaining,
-    resetMs: decision.resetMs,
-    retryAfterMs: decision.retryAfterMs,
-    source: decision.source,
-  };
-  if (checks !== undefined) copy.checks = checks;
-  return copy;
+  const { allowed, policy, key, limit, remaining, resetMs, retryAfterMs, source } = decision;
+  if (checks === undefined) return { allowed, policy, key, limit, remaining, resetMs, retryAfterMs, source };
+  return { allowed, policy, key, limit, remaining, resetMs, retryAfterMs, source, checks };
 }
 
 /** `decision` with `extra` fields added, as `{ ...decision, ...extra }` would give (see `withChecks`). */

@@ -57,3 +57,23 @@ describe('multi-rule consume, finding each check state', () => {
     expect(d.checks?.[0]?.remaining, 'a: three of 100 taken').toBe(97);
   });
 });
+
+describe('consume, finding each check rule by its name', () => {
+  it('finds the new rule of a name after the policies change, one rule and several alike', async () => {
+    const { l, both } = setup();
+    expect((await l.consume('a', 'k')).limit).toBe(100);
+    expect((await both('k')).checks?.map((d) => d.limit)).toEqual([100, 5]);
+    l.setPolicies({
+      a: { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 50 },
+      b: { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 7 },
+    });
+    expect((await l.consume('a', 'k')).limit, 'the changed rule a').toBe(50);
+    expect(
+      (await both('k')).checks?.map((d) => d.limit),
+      'the changed rules',
+    ).toEqual([50, 7]);
+    l.setPolicies({ b: { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 7 } });
+    await expect(l.consume('a', 'k'), 'a removed policy').rejects.toThrow(/unknown policy "a"/);
+    await expect(both('k')).rejects.toThrow(/unknown policy "a"/);
+  });
+});
