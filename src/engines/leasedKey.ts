@@ -38,16 +38,18 @@ export type LeasedRule = TokenBucketRule | WindowRule;
 // Leftovers below this are rounding, not tokens worth a store call.
 const EPSILON = 1e-9;
 /**
- * Usage under an allowance is reported at least once per this many lease times. Not sooner: the
- * over-admission bound does not depend on when usage is reported (each instance's allowance is
- * replaced at its next sync), and on a long tail each report is a store call for a key seen a
- * few times; a crash loses at most the allowance either way.
+ * Usage under an allowance is reported at least once per this many lease times. Not sooner: on a
+ * long tail each report is a store call for a key seen a few times, and a crash loses at most the
+ * allowance either way. Not much later: a window's usage reported after the window ended is never
+ * counted, so the store hands out that quota again.
  */
 const REPORT_EVERY_LEASES = 10;
 /**
- * Unreported usage below this share of the limit waits `SMALL_REPORT_FACTOR` times longer: on a long
- * tail a report is a store call for a few tokens of a key far from its limit, and the store's view
- * of the key lagging by less than this buys nobody anything (the bound holds either way).
+ * Unreported usage below this share of the limit, counted over the fleet (each instance's times the
+ * instances), waits `SMALL_REPORT_FACTOR` times longer: on a long tail a report is a store call for
+ * a few tokens of a key far from its limit. Counted per instance, 20 instances left up to 20/64 of a
+ * window's quota uncounted past the window's end, and the store granted it again (+10 % on fixed
+ * windows, test/sim/windowReports.test.ts).
  */
 const NOTICEABLE_SHARE = 1 / 64;
 const SMALL_REPORT_FACTOR = 6;
@@ -575,7 +577,8 @@ export abstract class LeasedKey<Res>
   /** How long usage under an allowance may go unreported when nothing else reports it. */
   #reportEveryMs(): number {
     const every = REPORT_EVERY_LEASES * this.rule.leaseTtlMs;
-    return this.unreported >= this.limit * NOTICEABLE_SHARE ? every : every * SMALL_REPORT_FACTOR;
+    const small = this.unreported * Math.max(1, this.ctx.fleet()) < this.limit * NOTICEABLE_SHARE;
+    return small ? every * SMALL_REPORT_FACTOR : every;
   }
 
   async refund(cost: number): Promise<void> {
