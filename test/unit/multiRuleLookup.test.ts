@@ -1,14 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Limiter, MemoryStore } from '../../src/index.js';
+import { closedAfterEach } from '../support/closedAfterEach.js';
 
 // A multi-rule consume finds the state of each check after the first through the previous check's
 // state (the same checks as last time): these make sure it never finds one the table dropped.
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 function setup(maxKeys = 100) {
   let t = 1_000_000;

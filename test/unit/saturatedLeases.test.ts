@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Limiter, MemoryStore, type Operation, type Store, type TokenBucketPolicy } from '../../src/index.js';
+import { closedAfterEach } from '../support/closedAfterEach.js';
 
 /**
  * Lease sizes while a token bucket is oversubscribed (docs/accuracy.md "Where the worst drift comes
@@ -9,11 +10,7 @@ import { Limiter, MemoryStore, type Operation, type Store, type TokenBucketPolic
  */
 const POLICY: TokenBucketPolicy = { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 };
 
-let open: Limiter[] = [];
-afterEach(async () => {
-  await Promise.all(open.map((l) => l.close()));
-  open = [];
-});
+const open = closedAfterEach();
 
 /** A store that records the lease sizes its caller asks for. */
 function recording(inner: Store, wants: number[]): Store {
