@@ -119,10 +119,14 @@ export abstract class LeasedKey<Res>
     this.demandAt = ctx.now();
   }
 
+  // Every leased rule says it; read from the rule, which is shared and in cache.
+  get writeBehind(): boolean {
+    return this.rule.writeBehind;
+  }
+
   // The algorithm's part, `LeaseStrategy` (documented there).
   abstract override get limit(): number;
   abstract get maxLease(): number;
-  abstract get writeBehind(): boolean;
   abstract get firstSight(): boolean;
   abstract get carriesOver(): boolean;
   abstract sync(p: SyncParams): StoreRequest<Res>;

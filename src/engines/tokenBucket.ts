@@ -42,10 +42,6 @@ class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
     return this.rule.maxLease;
   }
 
-  get writeBehind(): boolean {
-    return this.rule.writeBehind;
-  }
-
   get firstSight(): boolean {
     return true;
   }

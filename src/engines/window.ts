@@ -90,10 +90,6 @@ class WindowKey extends LeasedKey<WindowGrant | WindowSyncResult> {
     return this.rule.limit;
   }
 
-  get writeBehind(): boolean {
-    return this.rule.writeBehind;
-  }
-
   /** Usage names its window, which only the store's first reply tells. */
   get firstSight(): boolean {
     return false;
