@@ -14,7 +14,15 @@
  * `MIN_WINDOW_MS` (the same load time per server, in more pairs: 21 of 333 ms in the full profile).
  */
 import type { BenchContext } from './context.js';
-import { load, type Server, serverCpu, startServer, stopServer, withLoadGeneratorPinned } from './http.js';
+import {
+  load,
+  roundOrder,
+  type Server,
+  serverCpu,
+  startServer,
+  stopServer,
+  withLoadGeneratorPinned,
+} from './http.js';
 import { type BenchOutput, percentSpread, type Row, si, type TargetCheck } from './report.js';
 import { median, summarize } from './stats.js';
 
@@ -55,7 +63,7 @@ async function runFramework(ctx: BenchContext, framework: string): Promise<Bench
     const split = Math.max(1, Math.floor(adapter.ms / MIN_WINDOW_MS));
     const windowMs = adapter.ms / split;
     for (let round = 0; round < adapter.rounds * split; round++) {
-      for (const s of roundOrder(servers, round)) {
+      for (const s of roundOrder(servers, PAIR, round)) {
         const data = series.get(s.id) as Series;
         const cpuBefore = await serverCpu(s);
         const sat = await load(s.url, adapter.connections, windowMs);
@@ -110,18 +118,6 @@ async function runFramework(ctx: BenchContext, framework: string): Promise<Bench
       },
     ],
   };
-}
-
-/**
- * The servers of one round: the others rotated round by round, the pair the target compares
- * adjacent among them, its order alternating.
- */
-function roundOrder(servers: readonly Server[], round: number): Server[] {
-  const pair = PAIR.map((id) => servers.find((s) => s.id === id) as Server);
-  if (round % 2 === 1) pair.reverse();
-  const slots: Server[][] = [...servers.filter((s) => !PAIR.includes(s.id)).map((s) => [s]), pair];
-  const turn = round % slots.length;
-  return [...slots.slice(turn), ...slots.slice(0, turn)].flat();
 }
 
 export async function runAdapter(ctx: BenchContext): Promise<BenchOutput> {

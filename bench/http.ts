@@ -152,22 +152,41 @@ function pairedMedian(
   return median(ours.map((v, i) => f(v, base[i] as number)));
 }
 
-/** Issue 11's HTTP targets: tokenlease against the in-process Map bucket of the same rounds. */
-function mapTargets(series: ReadonlyMap<string, Series>, name: string, connections: number): TargetCheck[] {
-  const base = series.get(BASELINE);
+/**
+ * Issue 11's HTTP targets: tokenlease against the in-process Map bucket. Throughput from the
+ * back-to-back pairs (`pairGaps`, points of the Map's requests/s); p99 from the rounds.
+ */
+function mapTargets(
+  series: ReadonlyMap<string, Series>,
+  pairGaps: readonly number[],
+  name: string,
+  connections: number,
+): TargetCheck[] {
   const map = series.get(MAP);
   const ours = series.get(OURS);
-  if (!base || !map || !ours) return [];
-  const points = (s: Series) => pairedMedian(s.rps, base.rps, (a, b) => 100 * (1 - a / b));
-  const behind = points(ours) - points(map);
+  if (!map || !ours || pairGaps.length === 0) return [];
+  const gap = summarize(pairGaps);
   const p99 = median(ours.satP99) / median(map.satP99);
   return [
     {
       target: `HTTP, ${name}, ${connections} connections: tokenlease (Redis) within ${POINTS_BEHIND_MAP} points of the Map bucket's throughput, p99 ≤ ${P99_OVER_MAP}× the Map's`,
-      measured: `${behind.toFixed(1)} points behind (no limiter = 100); p99 ${median(ours.satP99).toFixed(2)} ms = ${p99.toFixed(2)}× the Map's; ${ours.refused} refused`,
-      met: behind <= POINTS_BEHIND_MAP && p99 <= P99_OVER_MAP && ours.refused === 0,
+      measured: `${Math.abs(gap.median).toFixed(1)} ± ${gap.se.toFixed(1)} points ${gap.median >= 0 ? 'behind' : 'ahead of'} the Map (median ± SE of ${gap.rounds} back-to-back pairs); p99 ${median(ours.satP99).toFixed(2)} ms = ${p99.toFixed(2)}× the Map's; ${ours.refused} refused`,
+      met: gap.median <= POINTS_BEHIND_MAP && p99 <= P99_OVER_MAP && ours.refused === 0,
     },
   ];
+}
+
+/**
+ * One round's order: the servers rotated round by round, the two a target compares (`pair`)
+ * adjacent among them, which of them goes first alternating. A gap between the two is then taken
+ * at nearly the same moment of the shared machine.
+ */
+export function roundOrder(servers: readonly Server[], pair: readonly string[], round: number): Server[] {
+  const paired = servers.filter((s) => pair.includes(s.id));
+  if (round % 2 === 1) paired.reverse();
+  const slots: Server[][] = [...servers.filter((s) => !pair.includes(s.id)).map((s) => [s]), paired];
+  const turn = round % slots.length;
+  return [...slots.slice(turn), ...slots.slice(0, turn)].flat();
 }
 
 function keysName(keys: number): string {
@@ -205,6 +224,29 @@ export async function withLoadGeneratorPinned<T>(ctx: BenchContext, run: () => P
   }
 }
 
+/**
+ * tokenlease's throughput gap to the Map (`pair`: [tokenlease, Map]) in `http.pairs` short windows
+ * each, back to back, which goes first alternating. A 1 s window's requests/s move ±4-6 % with the
+ * shared machine, and in the rounds the two run seconds apart (rewarms, the 1-connection latency
+ * runs): a 5-point target is resolved only this way, as in bench/adapter.ts. tokenlease is rewarmed
+ * first: it idled through the round's other servers, longer than it keeps an idle key's state.
+ */
+async function backToBackGaps(ctx: BenchContext, pair: readonly Server[], round: number): Promise<number[]> {
+  const { http } = ctx.profile;
+  const [ours, map] = pair as [Server, Server];
+  if (http.rewarmMs > 0) await load(ours.url, http.connections, http.rewarmMs);
+  const gaps: number[] = [];
+  for (let i = 0; i < http.pairs; i++) {
+    const first = (round + i) % 2 === 0 ? ours : map;
+    const second = first === ours ? map : ours;
+    const a = await load(first.url, http.connections, http.pairMs);
+    const b = await load(second.url, http.connections, http.pairMs);
+    const [o, m] = first === ours ? [a, b] : [b, a];
+    gaps.push(100 * (1 - o.rps / m.rps));
+  }
+  return gaps;
+}
+
 async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> {
   const { http } = ctx.profile;
   const name = keysName(keys);
@@ -213,6 +255,8 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
   const notes = new Map<string, string>();
   /** Each server's warm-up: throughput and CPU per request from a fresh start. */
   const cold = new Map<string, { rps: number; cpuUs: number }>();
+  /** Points of the Map's requests/s tokenlease was behind, per back-to-back pair. */
+  const pairGaps: number[] = [];
   try {
     const started = await Promise.allSettled(
       http.contestants.map((id) =>
@@ -235,9 +279,9 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
     }
     const before = new Map<string, Counters | undefined>();
     for (const s of servers) before.set(s.id, (await serverStats(s)).counters);
+    const pair = servers.filter((s) => s.id === OURS || s.id === MAP);
     for (let round = 0; round < http.rounds; round++) {
-      for (let i = 0; i < servers.length; i++) {
-        const s = servers[(i + round) % servers.length] as Server;
+      for (const s of roundOrder(servers, [OURS, MAP], round)) {
         ctx.log(`http: ${name}, round ${round + 1}/${http.rounds}, ${s.id}`);
         const data = series.get(s.id) as Series;
         if (http.rewarmMs > 0) await load(s.url, http.connections, http.rewarmMs);
@@ -255,6 +299,7 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
         data.refused += sat.refused + one.refused;
         data.failed += sat.failed + one.failed;
       }
+      if (pair.length === 2) pairGaps.push(...(await backToBackGaps(ctx, pair, round)));
     }
     for (const s of servers) {
       const start = before.get(s.id);
@@ -267,7 +312,7 @@ async function runKeySet(ctx: BenchContext, keys: number): Promise<BenchOutput> 
 
   const base = series.get(BASELINE);
   const rows: Row[] = [];
-  const targets: TargetCheck[] = mapTargets(series, name, http.connections);
+  const targets: TargetCheck[] = mapTargets(series, pairGaps, name, http.connections);
   const coldBase = cold.get(BASELINE);
   for (const id of http.contestants) {
     const data = series.get(id) as Series;

@@ -37,6 +37,9 @@ export interface Profile {
      * (~4.6 s), so without it every window would start with the tail half cold again.
      */
     readonly rewarmMs: number;
+    /** Back-to-back windows of tokenlease and the Map after each round, for the throughput target. */
+    readonly pairs: number;
+    readonly pairMs: number;
     /** Connections of the saturation load (throughput); latency is measured with one connection. */
     readonly connections: number;
     /** Distinct keys the server decides on: 1 (one hot client) or a Zipf population. */
@@ -145,6 +148,8 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       ms: 1000,
       warmMs: 5000,
       rewarmMs: 2000,
+      pairs: 4,
+      pairMs: 500,
       connections: 50,
       keys: [10_000],
     },
@@ -190,6 +195,8 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       ms: 500,
       warmMs: 4000,
       rewarmMs: 1000,
+      pairs: 2,
+      pairMs: 400,
       connections: 50,
       keys: [10_000],
     },
@@ -235,6 +242,8 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       ms: 200,
       warmMs: 50,
       rewarmMs: 0,
+      pairs: 1,
+      pairMs: 100,
       connections: 4,
       keys: [100],
     },
