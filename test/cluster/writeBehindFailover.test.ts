@@ -122,8 +122,11 @@ describe('write-behind through a Redis Cluster master failover', () => {
       const name = algorithm.name;
       const mine = (list: Target[]) => new Set(list.filter((t) => t.policy === algorithm.algorithm).map(id));
       const victimIds = mine([...onVictim, ...firstSights]);
+      // A call sent just before the freeze is stuck in the frozen master's socket as well: the
+      // instance's next sync waits for it (one at a time per key), so on a loaded machine it can be
+      // the only one. Before the freeze, calls were answered (150 ms timeout, a healthy master).
       const inFlight = entries.filter(
-        (e) => victimIds.has(e.key) && e.outcome === 'unknown' && e.at >= frozenAt && e.at < promotedAt,
+        (e) => victimIds.has(e.key) && e.outcome === 'unknown' && e.at >= frozenAt - 150 && e.at < promotedAt,
       );
       expect(inFlight.length, `${name}: calls to the frozen master went unanswered`).toBeGreaterThan(0);
       // They never ran (the master was killed frozen): each lost report, at most one allowance.
