@@ -138,6 +138,9 @@ const SAFE_CLUSTER = { enableOfflineQueue: false, retryDelayOnFailover: 0, enabl
 const RECONNECT_MAX_MS = 500;
 const reconnectDelay = (attempt: number) => Math.min(attempt * 50, RECONNECT_MAX_MS);
 const READY_ATTEMPTS = 20;
+/** Replies to AUTH (or to commands sent without it) that no reconnect can change. */
+const AUTH_REFUSED =
+  /^(WRONGPASS|NOAUTH|NOPERM)\b|^ERR (invalid (username-)?password|AUTH\b|Client sent AUTH)/;
 /**
  * Longest `timeoutMs`: a decision may wait this long for the store, and a call that slow is an
  * outage the fail policy should answer, not a wait.
@@ -386,20 +389,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
    * whose connection is still being set up.
    */
   async ready(): Promise<void> {
-    if (this.#client.status !== 'ready') {
-      await new Promise<void>((resolve, reject) => {
-        const onReady = () => {
-          this.#client.off('end', onEnd);
-          resolve();
-        };
-        const onEnd = () => {
-          this.#client.off('ready', onReady);
-          reject(new StoreError('Redis connection ended before it was ready'));
-        };
-        this.#client.once('ready', onReady);
-        this.#client.once('end', onEnd);
-      });
-    }
+    if (this.#client.status !== 'ready') await this.#connected();
     if (!isCluster(this.#client)) {
       await (this.#scriptLoaded ?? this.#loadScript());
       return;
@@ -422,6 +412,43 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
         await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS / 10));
       }
     }
+  }
+
+  /**
+   * Resolves once the connection is ready. ioredis reconnects for ever, also after Redis refused its
+   * password, so this rejects at the first refusal (retrying cannot fix it), when the connection
+   * ends, or after as long as a Cluster master gets (`READY_ATTEMPTS` tries): a gateway awaiting
+   * `ready()` at startup hears what is wrong instead of hanging. The connection keeps trying.
+   */
+  #connected(): Promise<void> {
+    const client = this.#client;
+    const waitMs = READY_ATTEMPTS * Math.max(this.#timeoutMs, RECONNECT_MAX_MS);
+    return new Promise<void>((resolve, reject) => {
+      let lastError = '';
+      const settle = (error?: StoreError) => {
+        clearTimeout(timer);
+        client.off('ready', onReady);
+        client.off('end', onEnd);
+        client.off('error', onError);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onReady = () => settle();
+      const onEnd = () => settle(new StoreError('Redis connection ended before it was ready'));
+      const onError = (err: unknown) => {
+        lastError = err instanceof Error ? err.message : String(err);
+        if (AUTH_REFUSED.test(lastError)) {
+          settle(new StoreError(`Redis refused the connection's authentication: ${lastError}`, err));
+        }
+      };
+      const timer = setTimeout(() => {
+        const why = lastError ? `: ${lastError}` : '';
+        settle(new StoreError(`Redis connection not ready after ${waitMs} ms${why}`));
+      }, waitMs).unref();
+      client.once('ready', onReady);
+      client.once('end', onEnd);
+      client.on('error', onError);
+    });
   }
 
   /** The Cluster node currently serving `key` per the client's slot map; one shard for a single Redis. */
