@@ -108,7 +108,7 @@ export class Failover {
 
   constructor(options: FailoverOptions) {
     const n = countOption(options.expectedInstances, 'expectedInstances');
-    if (typeof options.breaker !== 'object' || options.breaker === null) {
+    if (typeof options.breaker !== 'object' || options.breaker === null || Array.isArray(options.breaker)) {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
     knownOptions(options.breaker, ['failures', 'coolDown'], 'breaker');

@@ -28,7 +28,7 @@ import { KeyTable } from './keyTable.js';
 import type { LimiterStats, Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
 import { type OffendersOptions, Telemetry } from './observe/telemetry.js';
-import { knownOptions } from './options.js';
+import { knownOptions, noNullOptions } from './options.js';
 import { estimated, readOf } from './peek.js';
 import { compilePolicies, type PolicyConfig, type Rule } from './policy.js';
 import { fleetHeartbeat } from './stores/fleetOps.js';
@@ -397,6 +397,11 @@ export class Limiter {
     if (typeof options !== 'object' || options === null)
       throw new ConfigError('options', 'expected an object');
     knownOptions(options, LIMITER_OPTIONS);
+    noNullOptions(options);
+    for (const nested of ['breaker', 'offenders'] as const) {
+      const value = options[nested];
+      if (typeof value === 'object') noNullOptions(value, nested);
+    }
     clockOption(options.now);
     this.#rules = compilePolicies(options.policies);
     this.#consumable = consumable(this.#rules);
@@ -536,7 +541,7 @@ export class Limiter {
       const rule = this.#consumeRule(c.policy, i, field.policy);
       rules[i] = rule;
       keys[i] = this.#key(c.key, field.key);
-      costs[i] = checkCost(c.cost ?? 1, field.cost, rule);
+      costs[i] = checkCost(c.cost === undefined ? 1 : c.cost, field.cost, rule);
     }
     const table = this.#table;
     if (n === 1) {
@@ -801,7 +806,8 @@ export class Limiter {
     if (this.#closing) throw new ClosedError('Limiter');
     const rule = this.#rule(policy, 'policy', 'acquire');
     const k = this.#key(key, 'key');
-    const cost = checkCost(optionsArgument(options, ['cost']).cost ?? 1, 'options.cost', rule);
+    const { cost = 1 } = optionsArgument(options, ['cost']);
+    checkCost(cost, 'options.cost', rule);
     this.#stats.decisions++;
     return this.#table.state(rule, k).acquire!(cost);
   }

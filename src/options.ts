@@ -31,3 +31,16 @@ export function countOption(value: unknown, field: string, max = Number.POSITIVE
   }
   return value;
 }
+
+/**
+ * Refuses an option set to `null`, naming it as `knownOptions` does. `null` never stands for the
+ * default (policies refuse it too): an empty value in a config file would otherwise run a default
+ * nobody chose. Leave the option out instead.
+ */
+export function noNullOptions(value: object, field?: string): void {
+  for (const [option, v] of Object.entries(value)) {
+    if (v !== null) continue;
+    const name = field === undefined ? option : `${field}.${option}`;
+    throw new ConfigError(name, 'got null; leave the option out for its default');
+  }
+}

@@ -9,7 +9,7 @@ import {
   shown,
   TokenleaseError,
 } from '../errors.js';
-import { countOption, knownOptions } from '../options.js';
+import { countOption, knownOptions, noNullOptions } from '../options.js';
 import { luaScript } from '../scripts.js';
 import { Batcher, type BatchItem, type ItemReply } from './batcher.js';
 import { deadline } from './deadline.js';
@@ -90,7 +90,10 @@ function batchOptions(options: BatchOptions | undefined): Required<BatchOptions>
   if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
     throw new ConfigError('batch', 'expected an object { maxItems?, maxWaitMs?, maxInFlight? }');
   }
-  if (options !== undefined) knownOptions(options, BATCH_OPTIONS, 'batch');
+  if (options !== undefined) {
+    knownOptions(options, BATCH_OPTIONS, 'batch');
+    noNullOptions(options, 'batch');
+  }
   const { maxItems = 256, maxWaitMs = 2, maxInFlight = 16 } = options ?? {};
   countOption(maxItems, 'batch.maxItems', 10_000);
   if (typeof maxWaitMs !== 'number' || !Number.isFinite(maxWaitMs) || maxWaitMs < 0 || maxWaitMs > 1000) {
@@ -253,6 +256,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       throw new ConfigError('client', 'expected an ioredis Redis or Cluster instance');
     }
     knownOptions(options, STORE_OPTIONS);
+    noNullOptions(options);
     const timeoutMs = options.timeoutMs ?? 50;
     if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
       throw new ConfigError(
