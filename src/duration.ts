@@ -82,10 +82,33 @@ function describe(ms: number): string {
   return `${ms} ms (about ${about})`;
 }
 
-/** A `now` option: absent, or a function returning milliseconds (checked where it is passed in). */
+/** Latest time a `Date` can hold, in ms: a clock reading past it is not a time. */
+const MAX_TIME_MS = 8.64e15;
+
+/**
+ * A `now` option: absent, or a function returning milliseconds. It is read once here: a function
+ * returning something else (a BigInt from `process.hrtime.bigint`, NaN, a string) or throwing
+ * (`performance.now` unbound) would otherwise turn every decision into a TypeError or a denial
+ * with `remaining: NaN`.
+ */
 export function clockOption(now: unknown): (() => number) | undefined {
-  if (now !== undefined && typeof now !== 'function') {
-    throw new ConfigError('now', 'expected a function returning milliseconds');
+  if (now === undefined) return undefined;
+  if (typeof now !== 'function') throw new ConfigError('now', 'expected a function returning milliseconds');
+  let reading: unknown;
+  try {
+    reading = now();
+  } catch (err) {
+    // `now: performance.now` is the usual way here: called unbound, it throws.
+    throw new ConfigError(
+      'now',
+      `expected a function returning milliseconds; calling it threw (${err instanceof Error ? err.message : String(err)}): pass an arrow function such as \`() => performance.now()\``,
+    );
   }
-  return now as (() => number) | undefined;
+  if (typeof reading !== 'number' || !(reading >= 0 && reading <= MAX_TIME_MS)) {
+    throw new ConfigError(
+      'now',
+      `expected a function returning milliseconds (a number from 0 to ${MAX_TIME_MS}), it returned ${shown(reading)}`,
+    );
+  }
+  return now as () => number;
 }
