@@ -149,7 +149,7 @@ const AUTH_REFUSED =
  * outage the fail policy should answer, not a wait.
  */
 const MAX_TIMEOUT_MS = 60_000;
-const EVICTION_CHECK_ATTEMPTS = 3;
+const SERVER_CHECK_ATTEMPTS = 3;
 
 function isCluster(client: Client): client is Cluster {
   return 'nodes' in client && typeof client.nodes === 'function';
@@ -313,8 +313,8 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     const warn = options.onWarning ?? console.warn;
     if (client.status === 'ready') {
       void this.#loadScript();
-      void this.#checkEviction(warn);
-    } else client.once('ready', () => void this.#checkEviction(warn));
+      void this.#checkServer(warn);
+    } else client.once('ready', () => void this.#checkServer(warn));
   }
 
   /**
@@ -357,29 +357,41 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   }
 
   /**
-   * Warns when any master may evict limiter keys. Best effort: a few attempts (the store's command
-   * timeout is tight and the process may be busy starting), then silence.
+   * Warns when any master may evict limiter keys, or when the store is connected to a read-only
+   * replica (every script writes, so each call would fail and fall back, with nothing else to say
+   * why). Best effort: a few attempts (the store's command timeout is tight and the process may be
+   * busy starting), then silence.
    */
-  async #checkEviction(warn: (message: string) => void): Promise<void> {
-    for (let attempt = 1; attempt <= EVICTION_CHECK_ATTEMPTS; attempt++) {
+  async #checkServer(warn: (message: string) => void): Promise<void> {
+    for (let attempt = 1; attempt <= SERVER_CHECK_ATTEMPTS; attempt++) {
       if (this.#closed) return;
       const masters = this.#masters();
-      const policies = await within(
+      const infos = await within(
         Promise.all(
-          masters.map(async (node) => /^maxmemory_policy:(\S+)/m.exec(await node.info('memory'))?.[1]),
+          masters.map(async (node) => `${await node.info('memory')}\n${await node.info('replication')}`),
         ),
         RECONNECT_MAX_MS,
       ).catch(() => undefined);
-      if (policies === undefined) {
+      if (infos === undefined) {
         await new Promise((resolve) => setTimeout(resolve, RECONNECT_MAX_MS).unref());
         continue;
       }
+      const policies = infos.map((info) => /^maxmemory_policy:(\S+)/m.exec(info)?.[1]);
       const bad = policies.find((p): p is string => p !== undefined && evicts(p));
       if (bad !== undefined) {
         warn(
           `tokenlease: Redis maxmemory-policy is ${bad}: when memory is full Redis may evict limiter ` +
             'keys, which resets their buckets to full. Use maxmemory-policy noeviction (a full Redis ' +
             "then fails calls, and each rule's fail policy applies) and size maxmemory as docs/operations.md says.",
+        );
+      }
+      const replica = infos.find((info) => /^role:slave\b/m.test(info) && /^slave_read_only:1\b/m.test(info));
+      if (replica !== undefined) {
+        const host = /^master_host:(\S+)/m.exec(replica)?.[1];
+        const port = /^master_port:(\d+)/m.exec(replica)?.[1];
+        warn(
+          `tokenlease: the store is connected to a read-only replica (of ${host}:${port}): every store ` +
+            "call fails with READONLY and each rule's fail policy decides. Connect the store to the primary.",
         );
       }
       return;
