@@ -1,12 +1,17 @@
 /**
  * Decisions per CPU-second on the lease-hit hot path with Prometheus metrics on vs off, in one run.
  *
- * Each round times the same sequential `await consume()` loop on two limiters (one with
- * `prometheusObserver`, one without), alternating which goes first; the report is the median of the
- * rounds and their ratio. A benchmark, not a test: nothing here asserts a timing.
+ * On a shared machine two limiters that differ in nothing measured up to ±10 % apart in one process
+ * (which one was faster changed from process to process), and a pair timed in alternating blocks of
+ * 100k decisions could not resolve 5 %. So each side is several limiters (`instances`), created
+ * interleaved; each round times every limiter `turns` times for a few hundred decisions, in a
+ * shuffled order, so machine load and the JIT's moods hit every side alike; a side's figure is its
+ * decisions over its CPU time summed over the rounds. A third side without metrics is the control:
+ * off against off shows what the method cannot tell apart. A benchmark, not a test: nothing here
+ * asserts a timing.
  *
  * Measures the built package (dist/): `npm run bench -- --case metrics`, or after `npm run build`
- *   npx tsx bench/metrics-overhead.ts [--rounds 15] [--decisions 100000] [--keys 100]
+ *   npx tsx bench/metrics-overhead.ts [--rounds 11] [--decisions 100000] [--keys 100] [--instances 8]
  */
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,19 +22,35 @@ import { entryPoint, Limiter } from './tokenlease.js';
 const { prometheusObserver } = await entryPoint<typeof Prometheus>('prometheus');
 
 export interface MetricsOverheadOptions {
-  /** @default 15 */
+  /** @default 11 */
   rounds?: number;
-  /** Decisions timed per limiter per round. @default 100_000 */
+  /** Decisions timed per side per round, shared among its limiters and turns. @default 100_000 */
   decisions?: number;
   /** Keys cycled through (each keeps its own lease). @default 100 */
   keys?: number;
+  /** Limiters per side. @default 8 */
+  instances?: number;
+  /** Times each limiter is timed per round. @default 12 */
+  turns?: number;
 }
 
-/** Median decisions per CPU-second with metrics on and off. */
-export async function runMetricsOverhead(
-  opts: MetricsOverheadOptions = {},
-): Promise<{ on: number; off: number }> {
-  const { rounds = 15, decisions = 100_000, keys = 100 } = opts;
+export interface MetricsOverhead {
+  /** Decisions per CPU-second of each side, over all rounds. */
+  on: number;
+  off: number;
+  /** A second side without metrics. */
+  control: number;
+  /** The median over rounds of each round's on/off and control/off ratio. */
+  roundMedian: { on: number; control: number };
+}
+
+const SIDES = ['off', 'on', 'control'] as const;
+type Side = (typeof SIDES)[number];
+
+/** Decisions per CPU-second with metrics on, off, and off again (the control). */
+export async function runMetricsOverhead(opts: MetricsOverheadOptions = {}): Promise<MetricsOverhead> {
+  const { rounds = 11, decisions = 100_000, keys = 100, instances = 8, turns = 12 } = opts;
+  const turn = Math.max(1, Math.round(decisions / instances / turns));
   const names = Array.from({ length: keys }, (_, i) => `client-${i}`);
   // A limit far above what one process can spend, so every decision after warm-up is a lease hit.
   const policies = { p: { algorithm: 'token-bucket' as const, rate: 1e9, burst: 1e9 } };
@@ -38,33 +59,56 @@ export async function runMetricsOverhead(
       policies,
       observers: metrics ? [prometheusObserver({ registry: new Registry() })] : [],
     });
-  // CPU time, not wall time: on a shared machine other processes stretch wall time at random, while
-  // this loop (no I/O after warm-up) costs the same CPU either way.
+  // CPU time in µs, not wall time: on a shared machine other processes stretch wall time at random,
+  // while this loop (no I/O after warm-up) costs the same CPU either way.
   const run = async (limiter: Limiter, n: number): Promise<number> => {
     const start = process.cpuUsage();
     for (let i = 0; i < n; i++) await limiter.consume('p', names[i % keys]!);
     const used = process.cpuUsage(start);
-    return n / ((used.user + used.system) / 1e6);
+    return used.user + used.system;
   };
-  const withMetrics = make(true);
-  const without = make(false);
-  // Warm-up: grows each key's lease past slow start and lets the JIT settle.
-  await run(withMetrics, decisions);
-  await run(without, decisions);
-  const on: number[] = [];
-  const off: number[] = [];
-  // Short blocks, alternating which goes first, so drift in machine load hits both sides alike.
-  for (let round = 0; round < rounds; round++) {
-    if (round % 2 === 0) {
-      on.push(await run(withMetrics, decisions));
-      off.push(await run(without, decisions));
-    } else {
-      off.push(await run(without, decisions));
-      on.push(await run(withMetrics, decisions));
-    }
+  // Created interleaved, each side first in turn, so no side's limiters sit together in the heap.
+  const limiters: { side: Side; limiter: Limiter }[] = [];
+  for (let i = 0; i < instances * SIDES.length; i++) {
+    const side = SIDES[(i + Math.floor(i / SIDES.length)) % SIDES.length]!;
+    limiters.push({ side, limiter: make(side === 'on') });
   }
-  await Promise.all([withMetrics.close(), without.close()]);
-  return { on: median(on), off: median(off) };
+  // Warm-up: grows each key's lease past slow start and lets the JIT settle.
+  for (const { limiter } of limiters) await run(limiter, Math.max(turn, 10 * keys));
+  const total = { off: 0, on: 0, control: 0 };
+  const ratios = { on: [] as number[], control: [] as number[] };
+  const order = [...limiters];
+  // A fixed seed (Park-Miller), so every run shuffles alike.
+  let seed = 1;
+  const random = () => {
+    seed = (seed * 16807) % 2147483647;
+    return seed / 2147483647;
+  };
+  for (let round = 0; round < rounds; round++) {
+    const cpu = { off: 0, on: 0, control: 0 };
+    for (let t = 0; t < turns; t++) {
+      shuffle(order, random);
+      for (const { side, limiter } of order) cpu[side] += await run(limiter, turn);
+    }
+    for (const side of SIDES) total[side] += cpu[side];
+    ratios.on.push(cpu.off / cpu.on);
+    ratios.control.push(cpu.off / cpu.control);
+  }
+  await Promise.all(limiters.map(({ limiter }) => limiter.close()));
+  const perCpuSecond = (us: number) => (rounds * instances * turns * turn) / (us / 1e6);
+  return {
+    on: perCpuSecond(total.on),
+    off: perCpuSecond(total.off),
+    control: perCpuSecond(total.control),
+    roundMedian: { on: median(ratios.on), control: median(ratios.control) },
+  };
+}
+
+function shuffle<T>(xs: T[], random: () => number): void {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
 }
 
 function median(xs: number[]): number {
@@ -76,22 +120,28 @@ function median(xs: number[]): number {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
     options: {
-      rounds: { type: 'string', default: '15' },
+      rounds: { type: 'string', default: '11' },
       decisions: { type: 'string', default: '100000' },
       keys: { type: 'string', default: '100' },
+      instances: { type: 'string', default: '8' },
+      turns: { type: 'string', default: '12' },
     },
   });
   const opts = {
     rounds: Number(values.rounds),
     decisions: Number(values.decisions),
     keys: Number(values.keys),
+    instances: Number(values.instances),
+    turns: Number(values.turns),
   };
-  const { on, off } = await runMetricsOverhead(opts);
+  const { on, off, control, roundMedian } = await runMetricsOverhead(opts);
   const fmt = (n: number) => `${(n / 1e6).toFixed(2)} M/s`;
-  console.log(`lease-hit decisions per CPU-second, median of ${opts.rounds} rounds × ${opts.decisions}:`);
-  console.log(`  metrics off  ${fmt(off)}`);
-  console.log(`  metrics on   ${fmt(on)}`);
+  const vs = (x: number, perRound: number) =>
+    `${(x / off).toFixed(3)} (rounds' median ${perRound.toFixed(3)}, ${(1e9 / x - 1e9 / off).toFixed(0)} ns per decision)`;
   console.log(
-    `  on / off     ${(on / off).toFixed(3)}  (+${(1e9 / on - 1e9 / off).toFixed(0)} ns per decision)`,
+    `lease-hit decisions per CPU-second, ${opts.instances} limiters per side, ${opts.rounds} rounds × ${opts.decisions} per side:`,
   );
+  console.log(`  metrics off     ${fmt(off)}`);
+  console.log(`  metrics on      ${fmt(on)}   on / off       ${vs(on, roundMedian.on)}`);
+  console.log(`  off (control)   ${fmt(control)}   control / off  ${vs(control, roundMedian.control)}`);
 }
