@@ -41,23 +41,27 @@ export interface Lent {
   readonly lentMs: number;
 }
 
+/** Leased tokens that may come back and by when (store time); `until` means nothing with `lent` 0. */
+interface Held {
+  readonly lent: number;
+  readonly until: number;
+}
+
+/** What a bucket nobody holds leased tokens of says: one object, as every exact decision asks. */
+const NOTHING_HELD: Held = { lent: 0, until: 0 };
+
 /**
  * What `state` says leases hold at `now`: nothing once their hand-back time has passed, nor in a
  * bucket refilled to `level` full (its key may expire any moment, and a full bucket refuses nothing).
  */
-function heldAt(
-  state: TokenBucketState | undefined,
-  now: number,
-  level: number,
-  burst: number,
-): { lent: number; until: number } {
+function heldAt(state: TokenBucketState | undefined, now: number, level: number, burst: number): Held {
   if (
     state?.lent === undefined ||
     state.lentUntil === undefined ||
     now >= state.lentUntil ||
     level >= burst
   ) {
-    return { lent: 0, until: now };
+    return NOTHING_HELD;
   }
   return { lent: state.lent, until: state.lentUntil };
 }
@@ -67,8 +71,12 @@ function written(level: number, now: number, lent: number, until: number): Token
   return lent > 0 ? { level, ts: now, lent, lentUntil: until } : { level, ts: now };
 }
 
-function lentReply(lent: number, until: number, now: number): Lent {
-  return lent > 0 ? { lent, lentMs: until - now } : { lent: 0, lentMs: 0 };
+/**
+ * A reply's `lentMs` (see `Lent`): a field of the result literal, not an object spread into it (an
+ * allocation and a copy on every exact decision).
+ */
+function lentMsOf(lent: number, until: number, now: number): number {
+  return lent > 0 ? until - now : 0;
 }
 
 export interface TokenBucketShape {
@@ -132,7 +140,13 @@ export function acquire(
   let granted = 0;
   if (room >= req.want) granted = req.want;
   else if (room >= req.min) granted = room;
-  const result = { granted, levelBefore: level, now, ...lentReply(held.lent, held.until, now) };
+  const result: AcquireResult = {
+    granted,
+    levelBefore: level,
+    now,
+    lent: held.lent,
+    lentMs: lentMsOf(held.lent, held.until, now),
+  };
   if (granted === 0) {
     // A refusal writes nothing (same reference, same expiry) unless the store clock went backwards:
     // then `ts` moves back to now, or the bucket would refill nothing until the clock caught up.
@@ -288,7 +302,14 @@ export function sync(
     // Held until the last of its tokens exists, and a lease time after.
     until = Math.max(until, now + req.holdMs + ((granted - existing) * req.periodMs) / req.rate);
   }
-  const result = { granted, allowance, levelBefore: level, now, ...lentReply(lent, until, now) };
+  const result: SyncResult = {
+    granted,
+    allowance,
+    levelBefore: level,
+    now,
+    lent,
+    lentMs: lentMsOf(lent, until, now),
+  };
   // Nothing to settle and nothing leased: nothing is written (an absent bucket is full anyway),
   // unless the store clock went backwards, as for a refusal in `acquire`.
   const settles = req.used > 0 || (req.returned > 0 && state !== undefined);

@@ -5,7 +5,6 @@ import {
   acquire,
   type DebitRequest,
   debit,
-  type Lent,
   peek,
   type ReleaseRequest,
   release,
@@ -26,11 +25,6 @@ function num(value: unknown, what: string, script: string): number {
   return n;
 }
 
-/** The `lent, lent_ms` pair a reply carries from index `at`. */
-function lentOf(r: unknown[], at: number, script: string): Lent {
-  return { lent: num(r[at], 'lent', script), lentMs: num(r[at + 1], 'lentMs', script) };
-}
-
 export const tokenBucketAcquire: Operation<TokenBucketState, AcquireRequest, AcquireResult> = {
   script: 'token_bucket_acquire',
   apply: acquire,
@@ -42,7 +36,9 @@ export const tokenBucketAcquire: Operation<TokenBucketState, AcquireRequest, Acq
       granted: num(r[0], 'granted', s),
       levelBefore: num(r[1], 'level', s),
       now: num(r[2], 'now', s),
-      ...lentOf(r, 3, s),
+      // Fields of the literal, not an object spread into it: a copy per exact decision.
+      lent: num(r[3], 'lent', s),
+      lentMs: num(r[4], 'lentMs', s),
     };
   },
 };
@@ -86,7 +82,8 @@ export const tokenBucketSync: Operation<TokenBucketState, SyncRequest, SyncResul
       allowance: num(r[1], 'allowance', s),
       levelBefore: num(r[2], 'level', s),
       now: num(r[3], 'now', s),
-      ...lentOf(r, 4, s),
+      lent: num(r[4], 'lent', s),
+      lentMs: num(r[5], 'lentMs', s),
     };
   },
 };
