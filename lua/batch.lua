@@ -1,6 +1,7 @@
 -- Runs many operations, each on its own key, in one call: the store dialogue of many keys in one
--- round trip. The loader (src/scripts.ts) prepends the prelude and every operation script of lua/
--- as a function in `ops`; each one sees KEYS and ARGV as if it had been called alone.
+-- round trip. The loader (src/scripts.ts) prepends the prelude and `run_op(name)`, which runs the
+-- operation script of lua/ by that name (UNKNOWN_OPERATION: none); each one sees KEYS and ARGV as if
+-- it had been called alone.
 -- Each operation is atomic (the whole batch is); one failing operation fails only itself.
 --
 -- KEYS[i]  the key of operation i (all in one Cluster slot: the store groups them)
@@ -21,18 +22,15 @@ for i = 1, #BATCH_KEYS do
   KEYS = { BATCH_KEYS[i] }
   ARGV = args
   explicit_clock = false
-  local op = ops[name]
-  if op == nil then
+  local ok, reply = pcall(run_op, name)
+  if ok and reply == UNKNOWN_OPERATION then
     replies[i] = { 0, 'ERR tokenlease: unknown operation ' .. tostring(name) }
+  elseif ok then
+    replies[i] = { 1, reply }
+  elseif type(reply) == 'table' and reply.err then
+    replies[i] = { 0, reply.err }
   else
-    local ok, reply = pcall(op)
-    if ok then
-      replies[i] = { 1, reply }
-    elseif type(reply) == 'table' and reply.err then
-      replies[i] = { 0, reply.err }
-    else
-      replies[i] = { 0, tostring(reply) }
-    end
+    replies[i] = { 0, tostring(reply) }
   end
 end
 return replies

@@ -87,11 +87,29 @@ describe('Lua scripts on Redis', () => {
     await store.close();
   });
 
-  it('the batch script has the sha SCRIPT LOAD computes and carries every operation', async () => {
+  it('the batch script has the sha SCRIPT LOAD computes and runs every operation, and only those', async () => {
     const client = redisClient();
     const batch = luaScript('batch');
     expect(await client.script('LOAD', batch.source)).toBe(batch.sha);
-    for (const name of operationNames()) expect(batch.source, name).toContain(`ops["${name}"]`);
+    const names = [...operationNames(), 'no_such_operation'];
+    // Each with no arguments, on a key nothing else uses: every operation refuses them as its own.
+    const key = `${uniquePrefix('dispatch')}k`;
+    const replies = (await client.evalsha(
+      batch.sha,
+      names.length,
+      ...names.map(() => key),
+      ...names.flatMap((name) => [name, '0']),
+    )) as [number, string][];
+    expect(replies).toHaveLength(names.length);
+    names.forEach((name, i) => {
+      const [ok, reply] = replies[i]!;
+      if (name === 'no_such_operation') {
+        expect([ok, reply], name).toEqual([0, 'ERR tokenlease: unknown operation no_such_operation']);
+      } else {
+        expect(String(reply), name).not.toMatch(/unknown operation/);
+      }
+    });
+    expect(await client.exists(key), 'nothing written for arguments refused').toBe(0);
   });
 
   it('a batch fails only its invalid operation, and writes nothing for it', async () => {
