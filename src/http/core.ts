@@ -191,16 +191,13 @@ export function rateLimitInfo(fields: Omit<RateLimitInfo, 'current'>): RateLimit
 }
 
 /** What identifies the sender of a request, read once per request. */
-interface Peer {
+interface Identity {
   apiKey: string | undefined;
   ip: string | undefined;
   /** `ip` as a key part's value: IPv6 grouped by prefix. */
   ipKey: string;
   /** The key part itself, `ip=…`. */
   ipPart: string;
-}
-
-interface Identity extends Peer {
   client: string;
   plan: string | undefined;
   /** The API key when the plans file lists it: a key the operator issued, not just any header. */
@@ -230,10 +227,10 @@ interface Plan<Req> {
    * without standard headers, the only ones that show a window.
    */
   windows: number[];
-  /** The enforced rules' checks, in rule order, for one `consume`. */
-  enforced: Check[];
-  /** The checks of the other rules (shadow, or not enforced for this client), when there are any. */
-  shadow: Check[] | undefined;
+  /** The request's route as the limiter's observers hear it; undefined when nobody does. */
+  route: string | undefined;
+  /** How many of `results` are not enforced (shadow, or not enforced for this client). */
+  shadowed: number;
 }
 
 /**
@@ -385,14 +382,13 @@ export class RateLimitCore<Req> {
     const custom = o.keyGenerator ? await o.keyGenerator(req) : undefined;
     const user = o.user?.(req);
     const seen = this.#ruleSet();
-    const peer = this.#peer(view, seen);
-    const provisional = identify(peer, seen, custom);
+    const provisional = this.#identify(view, seen, custom);
     const allowFn = typeof o.allowList === 'function' && (await o.allowList(req, provisional.client));
     const denyFn = typeof o.denyList === 'function' && (await o.denyList(req, provisional.client));
     const cost = this.#cost(req);
     // From here to consume() nothing awaits, so a plans reload cannot swap policies underneath.
     const set = this.#ruleSet();
-    const ids = set === seen ? provisional : identify(this.#peer(view, set), set, custom);
+    const ids = set === seen ? provisional : this.#identify(view, set, custom);
     if (denyFn || this.#denied(set, ids)) return this.#forbidden();
     if (allowFn) return NOTHING;
     return this.#decide({ req, view, set, ids, user, cost }, unchanged);
@@ -407,14 +403,17 @@ export class RateLimitCore<Req> {
   ): Promise<T> {
     const user = this.#o.user?.(req);
     const set = this.#ruleSet();
-    const ids = identify(this.#peer(view, set), set, custom);
+    const ids = this.#identify(view, set, custom);
     const cost = this.#cost(req);
     if (this.#denied(set, ids)) return Promise.resolve(this.#forbidden()).then(then);
     return this.#decide({ req, view, set, ids, user, cost }, then);
   }
 
-  /** Who sent the request, as far as the request itself says (and `set` asks). */
-  #peer(view: RequestView, set: RuleSet<Req>): Peer {
+  /**
+   * Who sent the request, as far as the request itself says (and `set` asks), and who the client
+   * is under `set` (which decides whether its API key is listed).
+   */
+  #identify(view: RequestView, set: RuleSet<Req>, custom: string | number | undefined): Identity {
     // Without our own trustProxy, the framework's resolved address (its trust proxy setting) counts.
     const resolved = this.#o.trustProxy === undefined ? view.clientAddress : undefined;
     const ip =
@@ -423,7 +422,25 @@ export class RateLimitCore<Req> {
         : this.#ip.address(view.remoteAddress, view.headers['x-forwarded-for']);
     const ipKey = ip === undefined ? 'unknown' : this.#ip.group(ip);
     const apiKey = this.#readsApiKey(set) ? readApiKey(view.headers, this.#apiKeyHeader) : undefined;
-    return { ip, ipKey, ipPart: this.#ipPart(ipKey), apiKey };
+    const ipPart = this.#ipPart(ipKey);
+    const listed = apiKey !== undefined ? set.keys.get(apiKey) : undefined;
+    const client =
+      typeof custom === 'string'
+        ? custom
+        : typeof custom === 'number' && Number.isFinite(custom)
+          ? String(custom)
+          : listed !== undefined
+            ? `apiKey=${apiKey}`
+            : ipPart;
+    return {
+      apiKey,
+      ip,
+      ipKey,
+      ipPart,
+      client,
+      plan: listed ?? set.defaultPlan,
+      listedApiKey: listed !== undefined ? apiKey : undefined,
+    };
   }
 
   /**
@@ -458,13 +475,13 @@ export class RateLimitCore<Req> {
     let decided: Promise<Decision> | undefined;
     try {
       plan = this.#plan(asked);
-      const { enforced } = plan;
+      const enforced = plan.results.length - plan.shadowed;
       // One check and nobody to hear its route: the limiter's one-rule call, which skips the checks'
-      // own validation and copy.
-      if (enforced.length === 1 && !this.#observed) {
-        const only = enforced[0]!;
+      // own validation and copy (and no `Check` is built).
+      if (enforced === 1 && !this.#observed) {
+        const only = plan.shadowed === 0 ? plan.results[0]! : plan.results.find((r) => r.enforced)!;
         decided = o.limiter.consume(only.policy, only.key, only.cost);
-      } else if (enforced.length > 0) decided = o.limiter.consume(enforced);
+      } else if (enforced > 0) decided = o.limiter.consume(checksOf(plan, true));
     } catch (err) {
       return Promise.resolve(this.#failed(err, req)).then(then);
     }
@@ -494,15 +511,15 @@ export class RateLimitCore<Req> {
     plan: Plan<Req>,
     decision: Decision | undefined,
   ): Outcome | Promise<Outcome> {
-    const { results, shadow } = plan;
+    const { results } = plan;
     if (results.length === 0) return NOTHING;
     // A one-rule call's decision has no `checks`: it is that rule's.
     const decided = decision?.checks;
     let next = 0;
     for (const r of results) if (r.enforced) r.decision = decided === undefined ? decision : decided[next++];
-    if (shadow === undefined || decision?.allowed === false) return this.#outcome(req, view, ids, plan);
+    if (plan.shadowed === 0 || decision?.allowed === false) return this.#outcome(req, view, ids, plan);
     // All-or-nothing among shadow rules too: what enforcing them would have counted.
-    return this.#o.limiter.consume(shadow).then(
+    return this.#o.limiter.consume(checksOf(plan, false)).then(
       (d) => {
         next = 0;
         for (const r of results) if (!r.enforced) r.decision = d.checks?.[next++];
@@ -527,10 +544,11 @@ export class RateLimitCore<Req> {
       routeCost = set.costs.match(view.method, paths)?.value ?? 1;
     }
     const route = this.#observed ? this.#route(view) : undefined;
-    const results: RuleResult[] = [];
-    const windows: number[] = [];
-    const checks: Check[] = [];
-    let shadowed = false;
+    // Sized once (and cut if routes leave rules out): an array grown by push gets room for 16.
+    const results: RuleResult[] = new Array(all.length);
+    const windows: number[] = new Array(all.length);
+    let count = 0;
+    let shadowed = 0;
     // The rules met, copied only once a rule's routes leave one out.
     let met: CompiledRule<Req>[] | undefined;
     for (let r = 0; r < all.length; r++) {
@@ -553,32 +571,37 @@ export class RateLimitCore<Req> {
       }
       const ruleCost = rule.weighted ? (cost ?? routeCost) : 1;
       const enforced = isEnforced(rule, ids.client);
-      results.push({
+      results[count] = {
         name: rule.name,
         policy: rule.policy,
         key,
         cost: ruleCost,
         enforced,
         decision: undefined,
-      });
+      };
       // Legacy headers alone (express-rate-limit's default) show no window: no describe(), a clock
       // read and an object per rule and request.
-      windows.push(this.#standard === false ? 0 : this.#o.limiter.describe(rule.policy).windowSeconds);
-      // route and shadow only reach the limiter's observers (metrics, logs, alerts).
-      checks.push({ policy: rule.policy, key, cost: ruleCost, route, shadow: !enforced });
-      if (!enforced) shadowed = true;
+      windows[count] = this.#standard === false ? 0 : this.#o.limiter.describe(rule.policy).windowSeconds;
+      count++;
+      if (!enforced) shadowed++;
     }
-    const shadow = shadowed ? checks.filter((c) => c.shadow) : undefined;
-    const enforced = shadowed ? checks.filter((c) => !c.shadow) : checks;
-    return { results, rules: met ?? all, windows, enforced, shadow };
+    if (count < all.length) {
+      results.length = count;
+      windows.length = count;
+    }
+    return { results, rules: met ?? all, windows, route, shadowed };
   }
 
   #outcome(req: Req, view: RequestView, ids: Identity, plan: Plan<Req>): Outcome {
     const o = this.#o;
     const now = this.#now();
     const { results } = plan;
-    // One pass, no intermediate arrays: this runs for every request.
-    const states: RuleState[] = [];
+    // No intermediate arrays, and `states` sized once (an array grown by push gets room for 16):
+    // this runs for every request.
+    let decided = 0;
+    for (const r of results) if (r.enforced && r.decision !== undefined) decided++;
+    const states: RuleState[] = new Array(decided);
+    decided = 0;
     const shadowExceeded: string[] = [];
     let refused = false;
     // The enforced rule single-limit headers report (see `reported`), and its state.
@@ -590,7 +613,7 @@ export class RateLimitCore<Req> {
         if (r.decision === undefined) continue;
         // A rule by client alone is partitioned by the client key itself (as express-rate-limit hashes it).
         const s = state(r, plan.windows[i]!, plan.rules[i]!.clientOnly ? ids.client : r.key);
-        states.push(s);
+        states[decided++] = s;
         if (!r.decision.allowed) refused = true;
         if (primaryResult === undefined || reported(r, primaryResult)) {
           primaryResult = r;
@@ -767,33 +790,6 @@ export class RateLimitCore<Req> {
   }
 }
 
-/** Who the request is from, under one rule set (which decides whether its API key is listed). */
-function identify(
-  peer: Peer,
-  set: Pick<RuleSet<unknown>, 'keys' | 'defaultPlan'>,
-  custom: string | number | undefined,
-): Identity {
-  const listed = peer.apiKey !== undefined ? set.keys.get(peer.apiKey) : undefined;
-  const client =
-    typeof custom === 'string'
-      ? custom
-      : typeof custom === 'number' && Number.isFinite(custom)
-        ? String(custom)
-        : listed !== undefined
-          ? `apiKey=${peer.apiKey}`
-          : peer.ipPart;
-  // Fields listed, not spread: a spread copies through a slow generic path on every request.
-  return {
-    apiKey: peer.apiKey,
-    ip: peer.ip,
-    ipKey: peer.ipKey,
-    ipPart: peer.ipPart,
-    client,
-    plan: listed ?? set.defaultPlan,
-    listedApiKey: listed !== undefined ? peer.apiKey : undefined,
-  };
-}
-
 const unchanged = (outcome: Outcome) => outcome;
 
 /** `then` of an outcome that may still be coming (shadow rules wait for a second decision). */
@@ -812,6 +808,22 @@ function hasPolicy(limiter: Limiter, policy: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The limiter checks of a plan's enforced rules (or, with `enforced` false, of the others), in rule
+ * order. `route` and `shadow` only reach the limiter's observers (metrics, logs, alerts).
+ */
+function checksOf<Req>(plan: Plan<Req>, enforced: boolean): Check[] {
+  const { results, route } = plan;
+  const checks: Check[] = new Array(enforced ? results.length - plan.shadowed : plan.shadowed);
+  let next = 0;
+  for (const r of results) {
+    if (r.enforced === enforced) {
+      checks[next++] = { policy: r.policy, key: r.key, cost: r.cost, route, shadow: !r.enforced };
+    }
+  }
+  return checks;
 }
 
 /** `partition`: what draft-8 headers hash into the partition key. */

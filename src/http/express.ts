@@ -5,7 +5,13 @@ import type { WindowLeaseOptions } from '../policy.js';
 import { MemoryStore } from '../stores/memoryStore.js';
 import type { Store } from '../stores/store.js';
 import { ipKey, parseHop } from './clientIp.js';
-import { RateLimitCore, type RateLimitInfo, type RateLimitOptions, rateLimitInfo } from './core.js';
+import {
+  type Outcome,
+  RateLimitCore,
+  type RateLimitInfo,
+  type RateLimitOptions,
+  rateLimitInfo,
+} from './core.js';
 import { Checks, type Logger, type ValidateOptions } from './expressChecks.js';
 import {
   type RuleState,
@@ -219,15 +225,46 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
   // As express-rate-limit's, the proxy checks look at the first request only: the setup they
   // check is the app's, and reading it costs every request something.
   let proxyChecked = o.keyGenerator !== undefined || o.trustProxy !== undefined;
+  const checkProxy = (req: Request) => {
+    if (proxyChecked) return;
+    proxyChecked = true;
+    checkProxySetting(checks, req);
+  };
+  // What is done with an outcome. An admitted request goes on in the callback that received the
+  // limiter's answer: no async function and await around it, each a promise and a turn of the
+  // microtask queue on every request.
+  const apply = (
+    c: BoundCore,
+    limit: number | undefined,
+    settled: Settled | undefined,
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    outcome: Outcome,
+  ): Promise<void> | undefined => {
+    const info = outcome.info;
+    setInfo(req, res, info);
+    sendRateLimitHeaders(res, outcome.headers);
+    if (outcome.action === 'next') {
+      if (settled && info) giveBackWhen(settled, req, res, resolved, c.limiter, taken(info));
+      next();
+      return undefined;
+    }
+    return (async () => {
+      // Counting a refusal is bookkeeping for `used`: a store failure there leaves it at limit + 1.
+      const refusal =
+        cores && info ? await cores.countRefusal(limit!, info).catch(() => undefined) : undefined;
+      if (settled && refusal) giveBackWhen(settled, req, res, resolved, c.limiter, [refusal]);
+      const handler = resolved.handler ?? sendRefusal;
+      await handler(req, res, next, { ...resolved, ...outcome, statusCode: outcome.status });
+    })();
+  };
   const middleware = async (req: Request, res: Response, next: NextFunction) => {
     try {
       // Listen before anything awaits, so an early close or error is not missed.
       const settled = skipOn ? responseSettled(res) : undefined;
       if (resolved.skip && (await resolved.skip(req, res))) return next();
-      if (!proxyChecked) {
-        proxyChecked = true;
-        checkProxySetting(checks, req);
-      }
+      checkProxy(req);
       // A fixed limit is not awaited: an await of a number is a turn of the microtask queue.
       const limit = cores === undefined ? undefined : (cores.fixed ?? (await cores.limit(req, res)));
       if (limit === 0) {
@@ -239,27 +276,27 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
         return await handler(req, res, next, { ...resolved, ...refusal, statusCode: refusal.status });
       }
       const c = cores ? cores.for(limit!)! : native!;
-      const outcome = await c.core.check(req);
-      const info = outcome.info;
-      setInfo(req, res, info);
-      sendRateLimitHeaders(res, outcome.headers);
-      if (outcome.action === 'next') {
-        if (settled && info) giveBackWhen(settled, req, res, resolved, c.limiter, taken(info));
-        return next();
-      }
-      // Counting a refusal is bookkeeping for `used`: a store failure there leaves it at limit + 1.
-      const refusal =
-        cores && info ? await cores.countRefusal(limit!, info).catch(() => undefined) : undefined;
-      if (settled && refusal) giveBackWhen(settled, req, res, resolved, c.limiter, [refusal]);
-      const handler = resolved.handler ?? sendRefusal;
-      await handler(req, res, next, { ...resolved, ...outcome, statusCode: outcome.status });
+      return await c.core.checkThen(req, (outcome) => apply(c, limit, settled, req, res, next, outcome));
     } catch (err) {
       next(err);
     }
   };
+  // Nothing to wait for before the core (no `skip`, no skip options, a fixed limit above 0): the
+  // core's promise alone, its failures passed to `next` as the async middleware's are.
+  const fixed = cores?.fixed;
+  const waits = resolved.skip !== undefined || skipOn || (cores !== undefined && !fixed);
+  const direct = waits ? undefined : cores ? cores.for(fixed!) : native;
+  const handler: RequestHandler = direct
+    ? (req, res, next) => {
+        checkProxy(req);
+        direct.core
+          .checkThen(req, (outcome) => apply(direct, fixed, undefined, req, res, next, outcome))
+          .then(undefined, next);
+      }
+    : middleware;
   const resetKey = (key: string) => (cores ? cores.resetKey(key) : native!.resetKey(key));
   const getKey = (key: string) => (cores ? cores.getKey(key) : native!.getKey(key));
-  return Object.assign(middleware as RequestHandler, { resetKey, getKey });
+  return Object.assign(handler, { resetKey, getKey });
 }
 
 export default rateLimit;

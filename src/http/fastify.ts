@@ -150,7 +150,8 @@ function routeHandler(
     outcome: Outcome,
   ): FastifyReply | undefined => {
     request.rateLimit = outcome.info;
-    for (const [name, value] of outcome.headers) reply.header(name, value);
+    // Pairs read by index: destructuring them goes through the iterator protocol.
+    for (const header of outcome.headers) reply.header(header[0], header[1]);
     if (outcome.action === 'next') return undefined;
     reply.code(outcome.status);
     if (o.errorResponseBuilder) {

@@ -67,14 +67,16 @@ export function rateLimitHeaders(
   primary: RuleState,
   o: HeaderOptions,
 ): Header[] {
-  const out: Header[] = [];
   // With remaining hidden, a refused request still names the rules that refused: r=0 reveals nothing.
   const shown = o.hideRemaining ? states.filter(isViolated) : states;
+  let out: Header[] = [];
   switch (o.standard) {
-    case 'draft-10':
-      out.push(['RateLimit-Policy', list(states, policyItem)]);
-      if (shown.length > 0) out.push(['RateLimit', list(shown, serviceItem)]);
+    case 'draft-10': {
+      // A literal, not pushes (an array grown by push gets room for 16): the default, every request.
+      const policy: Header = ['RateLimit-Policy', list(states, policyItem)];
+      out = shown.length > 0 ? [policy, ['RateLimit', list(shown, serviceItem)]] : [policy];
       break;
+    }
     case 'draft-8':
       out.push([
         'RateLimit-Policy',
@@ -219,13 +221,16 @@ export function setRateLimitHeaders(
   res: Pick<ServerResponse, 'getHeader' | 'setHeader'>,
   headers: readonly Header[],
 ): void {
+  // Pairs read by index: destructuring them goes through the iterator protocol.
   let lists = false;
   for (let i = 0; i < headers.length; i++) {
-    const [name, value] = headers[i]!;
-    if (name === 'RateLimit-Policy' && value.charCodeAt(0) === 34 /* " */) lists = true;
+    const header = headers[i]!;
+    if (header[0] === 'RateLimit-Policy' && header[1].charCodeAt(0) === 34 /* " */) lists = true;
   }
   for (let i = 0; i < headers.length; i++) {
-    const [name, value] = headers[i]!;
+    const header = headers[i]!;
+    const name = header[0];
+    const value = header[1];
     const listed = lists ? listName(name) : undefined;
     const earlier = listed === undefined ? undefined : res.getHeader(listed);
     res.setHeader(name, earlier === undefined ? value : [...[earlier].flat().map(String), value]);

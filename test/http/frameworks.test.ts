@@ -69,6 +69,28 @@ describe('Express', () => {
     expect(await refused.json()).toEqual({ slowDown: 60, reason: 'limited' });
   });
 
+  it("passes a throwing keyGenerator's and a rejecting handler's errors to Express's error handler", async () => {
+    const { clock, limiter } = limiterFor({ p: tokenBucket(1, '1m', 1) });
+    const app = express();
+    const fail = (message: string) => () => {
+      throw new Error(message);
+    };
+    const ok = (_req: express.Request, res: express.Response) => res.send('ok');
+    const rules = [{ policy: 'p' }];
+    app.get('/key', expressRateLimit({ limiter, rules, now: clock.now, keyGenerator: fail('no key') }), ok);
+    const handler = async () => fail('handler failed')();
+    app.get('/handler', expressRateLimit({ limiter, rules, now: clock.now, handler }), ok);
+    app.use((err: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).send(`caught: ${err.message}`);
+    });
+    const url = await listen(http.createServer(app));
+    const key = await fetch(`${url}/key`);
+    expect([key.status, await key.text()]).toEqual([500, 'caught: no key']);
+    expect((await fetch(`${url}/handler`)).status, 'the first request is within the limit').toBe(200);
+    const refused = await fetch(`${url}/handler`);
+    expect([refused.status, await refused.text()]).toEqual([500, 'caught: handler failed']);
+  });
+
   it('switches to draft-7 and legacy headers, and skips what skip() says', async () => {
     const { clock, limiter } = limiterFor({ p: tokenBucket(10, '10s') });
     const app = express();
