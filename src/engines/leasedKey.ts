@@ -231,10 +231,13 @@ export abstract class LeasedKey<Res>
     if (rule.exact) return this.#consumeExact(cost, check);
     // A cost no lease can cover is decided by the store, with what this instance holds handed back
     // first (the return is queued ahead of the call): partial leases kept for it would sit idle.
+    // Not when the store, as last known, could not cover the cost even with them: the call is
+    // refused either way, and what is held here still serves smaller requests.
     if (cost > this.maxLease) {
       // A lease still in flight would land after the return and sit idle: wait for it first.
       if (this.inflight) await this.inflight.catch(() => {});
-      this.returnUnused('oversized');
+      const held = this.slice ? lease.unused(this.slice.segments) : 0;
+      if (this.remaining(ctx.now()) + held >= cost) this.returnUnused('oversized');
       return this.#consumeExact(cost, check);
     }
     // Only what a lease can serve sizes the next one: a cost the store decides would inflate it
@@ -287,7 +290,12 @@ export abstract class LeasedKey<Res>
       if (attempt === MAX_ATTEMPTS) {
         return ctx.answer(attempt, cost, check, this.decision(now, false, this.contentionRetryMs(cost)));
       }
-      const acquired = this.#acquire(cost - (slice ? lease.unused(slice.segments) : 0));
+      // What is held is too little for this cost: it goes back with the call that asks for the
+      // whole cost. Kept, it would wait here for a smaller request while peers are refused (a
+      // granted call gives this instance the same tokens either way).
+      const held = slice ? lease.unused(slice.segments) : 0;
+      const handBack = held > EPSILON && slice?.window === this.#reportWindow;
+      const acquired = this.#acquire(handBack ? cost : cost - held, {}, handBack);
       // While the store is suspended no request waits on it: the call is at most a probe, and its
       // lease (if the store is back) serves the requests that come after it.
       if (ctx.suspended(this.storageKey)) {
@@ -360,9 +368,9 @@ export abstract class LeasedKey<Res>
    * allowance admitted and asks for a new allowance, else a lease of at least `min` (0: no lease,
    * a report only, e.g. for a key nobody is waiting on).
    */
-  #acquire(min: number, options: RunOptions = {}): Promise<void> {
+  #acquire(min: number, options: RunOptions = {}, handBack = false): Promise<void> {
     return this.acquireOnce(
-      () => this.#sync(min, options),
+      () => this.#sync(min, options, handBack),
       () => {
         this.#spentInFlight = 0;
         this.#reporting = 0;
@@ -370,7 +378,11 @@ export abstract class LeasedKey<Res>
     );
   }
 
-  #sync(min: number, options: RunOptions): Promise<void> {
+  /**
+   * With `handBack`, what the slice holds goes back in the same call (the slice is dropped); the
+   * lease asked for is sized while it still counts as held (`cap`: one lease at a time).
+   */
+  #sync(min: number, options: RunOptions, handBack: boolean): Promise<void> {
     const { ctx } = this;
     const sentAt = ctx.now();
     const want = min === 0 ? 0 : Math.max(min, this.#extra(sentAt));
@@ -381,10 +393,13 @@ export abstract class LeasedKey<Res>
     this.#spentInFlight = 0;
     this.#reporting = used;
     this.#lastSync = sentAt;
+    const spent = this.#spentSince();
+    const slice = handBack ? this.slice : undefined;
+    const returned = slice ? this.#takeBack(slice) : 0;
     const p: SyncParams = {
       used,
-      returned: 0,
-      spent: this.#spentSince(),
+      returned,
+      spent,
       window: this.#reportWindow,
       want,
       min: Math.min(min, want),
@@ -396,7 +411,10 @@ export abstract class LeasedKey<Res>
     };
     const { op, req } = this.sync(p);
     return storeCall(ctx, op, this.storageKey, req, options)
-      .then((result) => this.#learn(this.learn(result, p, ctx.now()), p))
+      .then((result) => {
+        if (slice) ctx.telemetry.leaseReturned(this.rule.name, this.key, returned, 'oversized');
+        this.#learn(this.learn(result, p, ctx.now()), p);
+      })
       .catch((err: unknown) => {
         // Never sent: the usage it carried is still to be reported. Otherwise it may have been
         // applied, and a report is never sent twice.
@@ -404,6 +422,7 @@ export abstract class LeasedKey<Res>
           this.unreported += used;
           ctx.stats.tokensReported -= used;
         }
+        if (slice) this.#handBackFailed(slice, returned, err);
         throw err;
       });
   }
@@ -450,6 +469,32 @@ export abstract class LeasedKey<Res>
       used: 0,
     });
     slice.expiresAt = lease.fullyCoveredAt(slice.segments) + rule.leaseTtlMs;
+  }
+
+  /** Drops `slice`, whose unused tokens a sync hands back, and counts them as returned. */
+  #takeBack(slice: Slice): number {
+    const { ctx } = this;
+    const tokens = Math.max(0, lease.unused(slice.segments));
+    this.slice = undefined;
+    this.#leasedOut = 0;
+    ctx.stats.tokensReturned += tokens;
+    return tokens;
+  }
+
+  /**
+   * A sync that handed `slice` back failed. Certainly never sent, the slice is held again unless a
+   * newer one replaced it; otherwise its tokens are stranded, as a failed hand-back's are.
+   */
+  #handBackFailed(slice: Slice, tokens: number, err: unknown): void {
+    const { ctx, rule } = this;
+    if (err instanceof StoreUnavailableError && this.slice === undefined) {
+      this.slice = slice;
+      this.#leasedOut += tokens;
+      ctx.stats.tokensReturned -= tokens;
+      return;
+    }
+    ctx.telemetry.leaseReturned(rule.name, this.key, tokens, 'oversized');
+    ctx.telemetry.stranded(rule.name, this.key, tokens);
   }
 
   /**

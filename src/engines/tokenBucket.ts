@@ -5,6 +5,7 @@
  * full; `lease: 'exact'` asks the store for every decision.
  */
 import { type AcquireResult, msUntilRoom, type SyncResult } from '../algorithms/tokenBucket.js';
+import * as lease from '../lease.js';
 import type { TokenBucketRule } from '../policy.js';
 import { tokenBucketAcquire, tokenBucketRelease, tokenBucketSync } from '../stores/tokenBucketOps.js';
 import { type Engine, type EngineContext, seconds } from './engine.js';
@@ -19,6 +20,14 @@ import type { Grant, StoreRequest, SyncParams } from './leaseStrategy.js';
  * calls faster than it gains accuracy, and lets the allowances' overshoot at a saw's rise show.
  */
 const SATURATED_HORIZON = 0.4;
+/**
+ * Below this share of the burst after the instance's last grant, the bucket counts as
+ * oversubscribed: the store grants no allowances there (`allowanceFrom`), the fleet leases, and
+ * with the level hovering near zero (peers' requests take each token as it exists, hand-backs put
+ * some back) a level just above zero says nothing about the demand. Counted from below zero only,
+ * weighted-costs' instances sized most leases to the whole horizon (docs/accuracy.md).
+ */
+const OVERSUBSCRIBED_BELOW = 0.5;
 
 /** A bucket's key state: the lease core and, as its strategy, what the store last said of the level. */
 class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
@@ -96,14 +105,21 @@ class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
   }
 
   cap(): number {
-    return this.rule.maxLease;
+    // Oversubscribed, one lease at a time: tokens fetched while some are still held would wait here
+    // for this instance's requests while peers are refused (for a lease of 1 or 2, "a quarter
+    // left" is the whole of what is left).
+    const holding = this.slice !== undefined && lease.unused(this.slice.segments) >= 1;
+    return holding && this.#oversubscribed() ? 0 : this.rule.maxLease;
   }
 
   horizon(): number {
-    // Below zero after our last grant, leases reach into tokens that exist only later: the bucket
-    // is oversubscribed and every token held here waits for this instance's next requests while
-    // peers are refused (docs/accuracy.md). Sized to a shorter horizon, less of the refill waits.
-    return this.#level < 0 ? this.rule.horizonMs * SATURATED_HORIZON : this.rule.horizonMs;
+    // Every token held here waits for this instance's next requests while peers are refused
+    // (docs/accuracy.md). Sized to a shorter horizon, less of the refill waits.
+    return this.#oversubscribed() ? this.rule.horizonMs * SATURATED_HORIZON : this.rule.horizonMs;
+  }
+
+  #oversubscribed(): boolean {
+    return this.#level < this.rule.burst * OVERSUBSCRIBED_BELOW;
   }
 
   remaining(now: number): number {

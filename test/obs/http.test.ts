@@ -37,8 +37,9 @@ describe('observability through the HTTP middleware', () => {
     expect(statuses).toEqual([200, 200, 200, 429]);
     const text = await registry.metrics();
     const lines = text.split('\n').filter((l) => l.startsWith('tokenlease_decisions_total{'));
+    // The second request left per-client empty and nothing was fetched ahead: the store refuses.
     expect(lines.filter((l) => l.includes('outcome="shadow-denied"'))).toEqual([
-      'tokenlease_decisions_total{policy="per-client",outcome="shadow-denied",source="lease"} 1',
+      'tokenlease_decisions_total{policy="per-client",outcome="shadow-denied",source="store"} 1',
     ]);
     // node:http has no route templates: the route is the normalised path (one reason routes are
     // carried into logs and events, never into metric labels).

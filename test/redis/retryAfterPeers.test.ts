@@ -43,8 +43,9 @@ describe('Retry-After while peers hold leased tokens (real Redis)', () => {
     }
     expect(refused, 'the burst ran out').toBeDefined();
     const { decision, instance } = refused!;
-    // 0.3 s at 100/h refills 0.008 tokens: what the burst has left is held in leases.
-    expect(100 - admitted, 'tokens sit in leases when the refusal comes').toBeGreaterThanOrEqual(5);
+    // 0.3 s at 100/h refills 0.008 tokens: what the burst has left is held in leases (a few: below
+    // half the burst each instance holds one lease at a time; fourteen before that).
+    expect(100 - admitted, 'tokens sit in leases when the refusal comes').toBeGreaterThanOrEqual(1);
     // A lease goes back a lease ttl after the last of its tokens exists, and by default leases reach
     // at most a ttl ahead: the peers' leases are back within two ttls, not minutes.
     expect(decision.retryAfterMs, 'no later than the peers hand their leases back').toBeLessThanOrEqual(

@@ -5,39 +5,54 @@ import { closedAfterEach } from '../support/closedAfterEach.js';
 /**
  * Lease sizes while a token bucket is oversubscribed (docs/accuracy.md "Where the worst drift comes
  * from"): each token an instance leases waits there for its next requests while peers are refused,
- * so the fleet lags the exact bucket by about rate × horizon / 2. Oversubscribed, leases cover a
- * shorter horizon; far from empty they keep the configured one.
+ * so the fleet lags the exact bucket by about rate × horizon / 2. Oversubscribed (below half the
+ * burst after the instance's last grant), leases cover a shorter horizon and an instance holds one
+ * at a time; far from empty they keep the configured horizon.
  */
 const POLICY: TokenBucketPolicy = { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 };
 
 const open = closedAfterEach();
 
-/** A store that records the lease sizes its caller asks for. */
-function recording(inner: Store, wants: number[]): Store {
+/**
+ * A store that records the lease sizes its caller asks for, and (`onLease`) the tokens granted,
+ * so that a test can tell how many its caller held when it asked.
+ */
+function recording(inner: Store, wants: number[], onLease?: (want: number, granted: number) => void): Store {
   return {
-    run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
+    async run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req): Promise<Res> {
       const want = (req as { want?: number }).want;
       if (want !== undefined && want > 0) wants.push(want);
-      return inner.run(op, key, req);
+      const result = await inner.run(op, key, req);
+      if (want !== undefined && want > 0) onLease?.(want, (result as { granted: number }).granted);
+      return result;
     },
     close: () => inner.close(),
   };
 }
 
-/** `tested` sees a request every 50 ms (20/s) for 2 s; `peer` (if any) one every 5 ms (200/s). */
-async function run(withPeer: boolean): Promise<number[]> {
-  let t = 1_000_000;
-  const now = () => t;
+/** A tested instance whose store calls are recorded, and a peer, on one shared store. */
+function pair(
+  policy: TokenBucketPolicy,
+  now: () => number,
+  onLease?: (want: number, granted: number) => void,
+) {
   const shared = new MemoryStore({ now });
   const wants: number[] = [];
   const tested = new Limiter({
-    store: recording(shared, wants),
-    policies: { p: POLICY },
+    store: recording(shared, wants, onLease),
+    policies: { p: policy },
     now,
     sweepIntervalMs: 0,
   });
-  const peer = new Limiter({ store: shared, policies: { p: POLICY }, now, sweepIntervalMs: 0 });
+  const peer = new Limiter({ store: shared, policies: { p: policy }, now, sweepIntervalMs: 0 });
   open.push(tested, peer);
+  return { tested, peer, wants };
+}
+
+/** `tested` sees a request every 50 ms (20/s) for 2 s; `peer` (if any) one every 5 ms (200/s). */
+async function run(withPeer: boolean): Promise<number[]> {
+  let t = 1_000_000;
+  const { tested, peer, wants } = pair(POLICY, () => t);
   for (let ms = 0; ms < 2000; ms += 5) {
     t = 1_000_000 + ms;
     if (withPeer) await peer.consume('p', 'k');
@@ -59,5 +74,43 @@ describe('token-bucket lease sizes', () => {
     const late = wants.slice(-3);
     expect(late.length, 'the tested instance kept leasing').toBe(3);
     expect(Math.max(...late), '20/s over 200 ms').toBeLessThanOrEqual(4);
+  });
+
+  it('cover 200 ms of demand below half the burst, though nowhere near zero', async () => {
+    // No refill to speak of: after a peer took 50 tokens, the level only falls, from 50 less what
+    // the peer holds.
+    const slow: TokenBucketPolicy = { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 100 };
+    let ms = 0;
+    const { tested, peer, wants } = pair(slow, () => 1_000_000 + ms);
+    let taken = 0;
+    while (taken < 50) if ((await peer.consume('p', 'k')).allowed) taken++;
+    // 20/s for 1.5 s: 30 tokens, the level stays above zero.
+    for (; ms < 1500; ms += 50) expect((await tested.consume('p', 'k')).allowed).toBe(true);
+    expect(Math.max(...wants.slice(-3)), '20/s over 200 ms').toBeLessThanOrEqual(4);
+  });
+
+  it('are one at a time while the bucket is oversubscribed', async () => {
+    let t = 1_000_000;
+    let granted = 0;
+    let admitted = 0;
+    const heldWhenAsked: number[] = [];
+    const { tested, peer } = pair(
+      POLICY,
+      () => t,
+      (_want, got) => {
+        heldWhenAsked.push(granted - admitted);
+        granted += got;
+      },
+    );
+    // The peer at 200/s keeps the bucket below zero; the tested instance sees 100/s.
+    for (let ms = 0; ms < 2000; ms += 5) {
+      t = 1_000_000 + ms;
+      await peer.consume('p', 'k');
+      if (ms % 10 === 0 && (await tested.consume('p', 'k')).allowed) admitted++;
+    }
+    const late = heldWhenAsked.slice(-10);
+    expect(late.length, 'the tested instance kept leasing').toBe(10);
+    // Refilled ahead only once everything held was spent (sizes are whole tokens here).
+    expect(Math.max(...late), 'held when it asked').toBeLessThan(1);
   });
 });
