@@ -307,24 +307,36 @@ export function expressView(req: Request): RequestView {
 }
 
 /**
- * The path, addresses and headers are read only when asked for: `req.ip` runs Express's trust-proxy
+ * The method, route, path, addresses and headers are read only when asked for: `req.ip` runs Express's trust-proxy
  * walk over `X-Forwarded-For`, and the limiter needs either it or the socket's address, not both;
  * each property of an Express request is a lookup of its own (every request has a hidden class of
  * its own), and the headers are needed only for API keys and forwarded addresses.
  */
 class ExpressView implements RequestView {
-  readonly method: string;
-  readonly routePattern: string | undefined;
   readonly #req: Request;
   #path: string | undefined;
+  /** Null until read. */
+  #routePattern: string | undefined | null = null;
 
   constructor(req: Request) {
-    // Express sets `route` on the request once a route matched; before that, looking it up would
-    // walk the whole prototype chain, on every request (each has a hidden class of its own).
-    const routePath: unknown = Object.hasOwn(req, 'route') ? req.route?.path : undefined;
-    this.method = req.method;
-    this.routePattern = typeof routePath === 'string' ? `${req.baseUrl}${routePath}` : undefined;
     this.#req = req;
+  }
+
+  /** Only routes, costs and observers need the method. */
+  get method(): string {
+    return this.#req.method;
+  }
+
+  /** The matched route's pattern; only routes, costs and observers need it. */
+  get routePattern(): string | undefined {
+    if (this.#routePattern === null) {
+      const req = this.#req;
+      // Express sets `route` on the request once a route matched; before that, looking it up would
+      // walk the whole prototype chain (each request has a hidden class of its own).
+      const routePath: unknown = Object.hasOwn(req, 'route') ? req.route?.path : undefined;
+      this.#routePattern = typeof routePath === 'string' ? `${req.baseUrl}${routePath}` : undefined;
+    }
+    return this.#routePattern;
   }
 
   /** Only routes, costs and observers need the path. */

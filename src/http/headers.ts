@@ -227,12 +227,16 @@ export function setRateLimitHeaders(
     const header = headers[i]!;
     if (header[0] === 'RateLimit-Policy' && header[1].charCodeAt(0) === 34 /* " */) lists = true;
   }
+  // Each method looked up once: on an Express response (a hidden class of its own per request)
+  // every lookup is a miss of its own.
+  const getHeader = res.getHeader;
+  const setHeader = res.setHeader;
   for (let i = 0; i < headers.length; i++) {
     const header = headers[i]!;
     const name = header[0];
     const value = header[1];
     const listed = lists ? listName(name) : undefined;
-    const earlier = listed === undefined ? undefined : res.getHeader(listed);
-    res.setHeader(name, earlier === undefined ? value : [...[earlier].flat().map(String), value]);
+    const earlier = listed === undefined ? undefined : getHeader.call(res, listed);
+    setHeader.call(res, name, earlier === undefined ? value : [...[earlier].flat().map(String), value]);
   }
 }
