@@ -248,8 +248,11 @@ export class RateLimitCore<Req> {
   readonly #allow: ClientList;
   readonly #deny: ClientList;
   readonly #standard: StandardHeaders | false;
-  /** `#readsApiKey` of each rule set seen. */
-  readonly #apiKeyReaders = new WeakMap<RuleSet<Req>, boolean>();
+  /**
+   * `#readsApiKey` of the rule set last asked about: a set is swapped only when a plans file
+   * reloads, and a WeakMap lookup per request cost more than the answer.
+   */
+  #apiKeyReader: { set: RuleSet<Req> | undefined; reads: boolean } = { set: undefined, reads: false };
   /** Options whose answers `check` waits for before deciding: `skip`, allow/deny functions. */
   readonly #awaits: boolean;
   /**
@@ -448,17 +451,16 @@ export class RateLimitCore<Req> {
    * `apiKey`. Otherwise the header is not read (an Express request's `headers` is a lookup of its own).
    */
   #readsApiKey(set: RuleSet<Req>): boolean {
-    let reads = this.#apiKeyReaders.get(set);
-    if (reads === undefined) {
+    if (this.#apiKeyReader.set !== set) {
       const byApiKey = (rules: readonly CompiledRule<Req>[]) => rules.some((r) => r.by.includes('apiKey'));
-      reads =
+      const reads =
         set.keys.size > 0 ||
         set.allow.size + set.deny.size + this.#allow.size + this.#deny.size > 0 ||
         byApiKey(set.rules) ||
         [...set.plans.values()].some(byApiKey);
-      this.#apiKeyReaders.set(set, reads);
+      this.#apiKeyReader = { set, reads };
     }
-    return reads;
+    return this.#apiKeyReader.reads;
   }
 
   #denied(set: RuleSet<Req>, ids: Identity): boolean {
