@@ -713,9 +713,10 @@ export class Limiter {
    */
   describe(policy: string): PolicyDescription {
     const rule = this.#rule(policy, 'policy');
-    const now = this.#now();
     // A description depends on the time only through the window it falls in (a calendar month is
     // as long as its month): described once per window, as the HTTP adapters ask on every request.
+    // Rules without windows never depend on it, and are not worth a clock read per request.
+    const now = 'windowMs' in rule ? this.#now() : 0;
     const window = 'windowMs' in rule ? windowIndex(now, rule.windowMs) : 0;
     let cached = this.#described.get(rule);
     if (cached === undefined || cached.window !== window) {

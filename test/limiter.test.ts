@@ -289,6 +289,22 @@ describe('describe()', () => {
     l.setPolicies({ p: bucket(20) });
     expect(l.describe('p')).toEqual({ limit: 20, windowSeconds: 1 });
   });
+
+  it('reads the clock only for rules with windows (the HTTP adapters ask on every request)', () => {
+    let reads = 0;
+    const l = limiter({
+      policies: { p: bucket(10), w: { algorithm: 'fixed-window', limit: 10, window: '1m' } },
+      now: () => {
+        reads++;
+        return 1_000_000;
+      },
+    });
+    const before = reads;
+    for (let i = 0; i < 3; i++) l.describe('p');
+    expect(reads - before, 'a token bucket').toBe(0);
+    l.describe('w');
+    expect(reads - before, 'a fixed window').toBe(1);
+  });
 });
 
 describe('the local table (maxKeys)', () => {
