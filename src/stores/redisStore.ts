@@ -453,8 +453,12 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
       const onEnd = () => settle(new StoreError('Redis connection ended before it was ready'));
       const onError = (err: unknown) => {
         lastError = err instanceof Error ? err.message : String(err);
-        if (AUTH_REFUSED.test(lastError)) {
-          settle(new StoreError(`Redis refused the connection's authentication: ${lastError}`, err));
+        // A Cluster reports a slot map no node gave; the node's own reply is its `lastNodeError`.
+        const nodeError = (err as { lastNodeError?: unknown } | undefined)?.lastNodeError;
+        const reply = nodeError instanceof Error ? nodeError.message : lastError;
+        if (nodeError instanceof Error) lastError = `${lastError} (${reply})`;
+        if (AUTH_REFUSED.test(reply)) {
+          settle(new StoreError(`Redis refused the connection's authentication: ${reply}`, err));
         }
       };
       const timer = setTimeout(() => {
