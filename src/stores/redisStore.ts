@@ -505,7 +505,8 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
    * slot, and grouping keys on purpose is what lets many keys share a batch.
    */
   redisKey(key: string): string {
-    return this.#fullKey(key);
+    // ioredis puts a client's `keyPrefix` before every key it sends, scripts' keys included.
+    return (this.#client.options.keyPrefix ?? '') + this.#fullKey(key);
   }
 
   #fullKey(key: string): string {
