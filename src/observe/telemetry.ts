@@ -64,7 +64,7 @@ const MAX_CAPACITY = 100_000;
 
 function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefined {
   if (value === false) return undefined;
-  if (value !== undefined && (typeof value !== 'object' || value === null)) {
+  if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) {
     throw new ConfigError('offenders', 'expected { capacity?, halfLife? } or false');
   }
   const raw = (value ?? {}) as OffendersOptions;

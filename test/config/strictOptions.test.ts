@@ -140,6 +140,16 @@ describe('a Limiter option it does not have is refused, naming it', () => {
     expect(err.message).toMatch(/unknown option; expected one of `/);
   });
 
+  it.each([
+    [{ offenders: [] }, 'offenders'],
+    [{ breaker: [] }, 'breaker'],
+  ])('a list where options go: %j', (options, field) => {
+    // `typeof [] === 'object'`: a list read as options would run every default without a word.
+    const err = rejection(() => new Limiter({ policies: bucket, ...(options as object) }));
+    expect(err).toBeInstanceOf(ConfigError);
+    expect(err.field).toBe(field);
+  });
+
   it('every documented option is accepted', async () => {
     const limiter = new Limiter({
       store: new MemoryStore(),
