@@ -286,7 +286,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     this.#everReady = client.status === 'ready';
     this.#batcher = new Batcher({
       send: (items) => this.#send(items),
-      groupOf: (key) => (this.#cluster ? String(keySlot(key)) : ''),
+      groupOf: (key) => (this.#cluster ? String(keySlot(this.#sent(key))) : ''),
       // Before the first connection is up, calls wait for it (within their timeout); after that a
       // lost connection fails calls at once, so the breaker and fail policies take over.
       canSend: () => this.#everReady,
@@ -474,7 +474,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
   /** The Cluster node currently serving `key` per the client's slot map; one shard for a single Redis. */
   shardOf(key: string): string {
     if (!isCluster(this.#client)) return '';
-    const slot = keySlot(this.#fullKey(key));
+    const slot = keySlot(this.redisKey(key));
     return this.#client.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
@@ -505,8 +505,15 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
    * slot, and grouping keys on purpose is what lets many keys share a batch.
    */
   redisKey(key: string): string {
-    // ioredis puts a client's `keyPrefix` before every key it sends, scripts' keys included.
-    return (this.#client.options.keyPrefix ?? '') + this.#fullKey(key);
+    return this.#sent(this.#fullKey(key));
+  }
+
+  /**
+   * The key ioredis sends for a full key: it puts a client's `keyPrefix` before every key, scripts'
+   * keys included, and routes by that. A prefix holding a hash tag puts every key in its slot.
+   */
+  #sent(fullKey: string): string {
+    return (this.#client.options.keyPrefix ?? '') + fullKey;
   }
 
   #fullKey(key: string): string {
@@ -525,7 +532,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     const dropped = new Promise<never>((_, reject) => {
       drop = reject;
     });
-    this.#inFlight.set(drop!, this.#nodeOf(keys[0]!));
+    this.#inFlight.set(drop!, this.#nodeOf(this.#sent(keys[0]!)));
     try {
       try {
         reply = await Promise.race([
@@ -569,7 +576,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     }
   }
 
-  /** The node serving a (full) Redis key per the client's slot map; '' on a single Redis or when unknown. */
+  /** The node serving a key as sent (`#sent`) per the client's slot map; '' on a single Redis or when unknown. */
   #nodeOf(redisKey: string): string {
     return isCluster(this.#client) ? (this.#client.slots[keySlot(redisKey)]?.[0] ?? '') : '';
   }
