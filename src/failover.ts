@@ -12,7 +12,7 @@ import { type BreakerOptions, type BreakerState, GuardedStore } from './breaker.
 import type { Decision } from './decision.js';
 import type { Consumed } from './engines/engine.js';
 import { ConfigError, StoreUnavailableError } from './errors.js';
-import { countOption, knownOptions } from './options.js';
+import { countOption, isOptionsObject, knownOptions } from './options.js';
 import type { FailMode, Rule } from './policy.js';
 import type { Store } from './stores/store.js';
 import { tokenBucketDebit } from './stores/tokenBucketOps.js';
@@ -108,7 +108,7 @@ export class Failover {
 
   constructor(options: FailoverOptions) {
     const n = countOption(options.expectedInstances, 'expectedInstances');
-    if (typeof options.breaker !== 'object' || options.breaker === null || Array.isArray(options.breaker)) {
+    if (!isOptionsObject(options.breaker)) {
       throw new ConfigError('breaker', 'expected breaker options { failures?, coolDown? }');
     }
     knownOptions(options.breaker, ['failures', 'coolDown'], 'breaker');

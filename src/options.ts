@@ -24,6 +24,11 @@ export function knownOptions(
  * An option that counts something (keys, failures, instances, items): an integer from 1, at most
  * `max`. `why`, when given, says in the message what the bound protects.
  */
+/** Whether `value` can hold options: an object, not `null` nor a list (both are `typeof 'object'`). */
+export function isOptionsObject(value: unknown): value is object {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 export function countOption(value: unknown, field: string, max = Number.POSITIVE_INFINITY, why = ''): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
     const range = max === Number.POSITIVE_INFINITY ? 'from 1 and up' : `from 1 to ${max}`;

@@ -1,7 +1,7 @@
 import { MONTH } from './algorithms/fixedWindow.js';
 import { type Duration, MAX_DURATION_MS, parseDuration, TIMED } from './duration.js';
 import { ConfigError, shown } from './errors.js';
-import { countOption, knownOptions } from './options.js';
+import { countOption, isOptionsObject, knownOptions } from './options.js';
 
 /**
  * What a rule does while its store is unreachable (docs/operations.md):
@@ -441,7 +441,7 @@ function alwaysExact(lease: unknown, field: string, algorithm: string): void {
 }
 
 function leaseObject<T extends object>(lease: unknown, field: string): T {
-  if (typeof lease !== 'object' || lease === null || Array.isArray(lease)) {
+  if (!isOptionsObject(lease)) {
     throw new ConfigError(`${field}.lease`, `expected lease options or 'exact', got ${shown(lease)}`);
   }
   return lease as T;
@@ -645,7 +645,7 @@ function noNulls(value: object, field: string): void {
 }
 
 export function compilePolicies(raw: unknown): Map<string, Rule> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+  if (!isOptionsObject(raw)) {
     throw new ConfigError('policies', 'expected an object mapping policy names to policies');
   }
   const rules = new Map<string, Rule>();

@@ -16,7 +16,7 @@ import {
 import { MAX_TIMER_MS, MIN_DURATION_MS } from '../duration.js';
 import { ConfigError, shown, TokenleaseError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
-import { knownOptions } from '../options.js';
+import { isOptionsObject, knownOptions } from '../options.js';
 import { compilePolicy, type PolicyConfig, policyOptions } from '../policy.js';
 import { ClientList, type CompiledRule, compileCosts, compileRule, type RuleSet } from './rules.js';
 
@@ -537,7 +537,7 @@ function mapping(
   fail: (path: Path, message: string) => never,
   expected: string,
 ): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isOptionsObject(value)) {
     return fail(
       path,
       `expected ${expected}, got ${value === null ? 'nothing' : Array.isArray(value) ? 'a list' : JSON.stringify(value)}`,

@@ -1,5 +1,5 @@
 import { ConfigError, shown } from '../errors.js';
-import { knownOptions } from '../options.js';
+import { isOptionsObject, knownOptions } from '../options.js';
 import { IpRanges, normalize } from './clientIp.js';
 import { RouteTable } from './routes.js';
 
@@ -145,7 +145,7 @@ function percentage(value: unknown, field: string): number {
 /** A route cost table: `{ 'GET /profile': 1, 'POST /reports': 20 }`. */
 export function compileCosts(raw: unknown, field: string): RouteTable<number> {
   if (raw === undefined) return new RouteTable([], field);
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+  if (!isOptionsObject(raw)) {
     throw new ConfigError(
       field,
       "expected an object of route patterns to costs, e.g. { 'POST /reports': 20 }",

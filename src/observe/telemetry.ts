@@ -1,7 +1,7 @@
 import type { Decision } from '../decision.js';
 import { type Duration, parseDuration } from '../duration.js';
 import { ArgumentError, ConfigError, shown, TokenleaseError } from '../errors.js';
-import { countOption, knownOptions } from '../options.js';
+import { countOption, isOptionsObject, knownOptions } from '../options.js';
 import type { Operation, RunOptions, Store } from '../stores/store.js';
 import type {
   BreakerEvent,
@@ -64,7 +64,7 @@ const MAX_CAPACITY = 100_000;
 
 function readOffenders(value: unknown): ((now: number) => SpaceSaving) | undefined {
   if (value === false) return undefined;
-  if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) {
+  if (value !== undefined && !isOptionsObject(value)) {
     throw new ConfigError('offenders', 'expected { capacity?, halfLife? } or false');
   }
   const raw = (value ?? {}) as OffendersOptions;

@@ -1,6 +1,6 @@
 import { clockOption } from '../duration.js';
 import { ClosedError, ConfigError } from '../errors.js';
-import { knownOptions } from '../options.js';
+import { isOptionsObject, knownOptions } from '../options.js';
 import type { Operation, Store } from './store.js';
 
 const MEMORY_STORE_OPTIONS: readonly (keyof MemoryStoreOptions)[] = ['now'];
@@ -33,7 +33,7 @@ export class MemoryStore implements Store {
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    if (!isOptionsObject(options)) {
       throw new ConfigError('options', 'expected an object { now? }');
     }
     knownOptions(options, MEMORY_STORE_OPTIONS);

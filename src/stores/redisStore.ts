@@ -9,7 +9,7 @@ import {
   shown,
   TokenleaseError,
 } from '../errors.js';
-import { countOption, knownOptions, noNullOptions } from '../options.js';
+import { countOption, isOptionsObject, knownOptions, noNullOptions } from '../options.js';
 import { luaScript } from '../scripts.js';
 import { Batcher, type BatchItem, type ItemReply } from './batcher.js';
 import { deadline } from './deadline.js';
@@ -87,7 +87,7 @@ const STORE_OPTIONS: readonly (keyof RedisStoreOptions)[] = [
 ];
 
 function batchOptions(options: BatchOptions | undefined): Required<BatchOptions> {
-  if (options !== undefined && (typeof options !== 'object' || options === null || Array.isArray(options))) {
+  if (options !== undefined && !isOptionsObject(options)) {
     throw new ConfigError('batch', 'expected an object { maxItems?, maxWaitMs?, maxInFlight? }');
   }
   if (options !== undefined) {
