@@ -52,8 +52,10 @@ export class StoreTimeoutError extends TokenleaseError {
 }
 
 /**
- * The store call was not sent: the connection is down or the circuit breaker is open. Unlike other
- * store failures, the operation certainly did not run, so nothing it would have taken is lost.
+ * The store call was not sent (the connection is down, the circuit breaker is open) or Redis
+ * refused it before it changed anything (OOM when memory is full under `noeviction`, READONLY,
+ * LOADING, BUSY, ...). Unlike other store failures, the operation certainly did not run, so
+ * nothing it would have taken is lost.
  */
 export class StoreUnavailableError extends TokenleaseError {
   constructor(message: string, cause?: unknown) {

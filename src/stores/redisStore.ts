@@ -218,6 +218,22 @@ function notSent(err: unknown): boolean {
 }
 
 /**
+ * Redis replies refusing a write it certainly did not make: a script's first write is refused when
+ * memory is full under `noeviction` (OOM), on a read-only replica (READONLY), after a failed save
+ * with `stop-writes-on-bgsave-error` (MISCONF) or without the replicas `min-replicas-to-write` asks
+ * for (NOREPLICAS), and only its first: once a script has written, Redis lets it finish. So a batch
+ * operation failing so wrote nothing, and nor did those before it in the batch.
+ */
+const REFUSED_WRITE = /^(OOM|READONLY|MISCONF|NOREPLICAS) /;
+/** Replies refusing a whole command before it runs, besides the refused writes. */
+const REFUSED_COMMAND = /^(OOM|READONLY|MISCONF|NOREPLICAS|LOADING|BUSY|MASTERDOWN|NOAUTH|NOPERM) /;
+
+/** A call Redis refused without running it: nothing it would have taken or given back is lost. */
+function refused(reply: string, cause?: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(`Redis refused the call without running it: ${reply}`, cause);
+}
+
+/**
  * Eviction policies under which Redis may drop limiter keys when memory is full, which silently
  * resets buckets to full. Every limiter key carries a TTL, so `volatile-*` policies can pick them too.
  */
@@ -557,6 +573,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     return reply.map((r: unknown): ItemReply => {
       if (Array.isArray(r) && Number(r[0]) === 1) return { ok: true, reply: r[1] ?? null };
       const message = Array.isArray(r) ? String(r[1]) : String(r);
+      if (REFUSED_WRITE.test(message)) return { ok: false, error: refused(message) };
       return { ok: false, error: new StoreError(`Redis call failed: ${message}`) };
     });
   }
@@ -587,6 +604,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     if (notSent(err)) {
       return new StoreUnavailableError(`Redis is not connected: ${(err as Error).message}`, err);
     }
+    if (err instanceof Error && REFUSED_COMMAND.test(err.message)) return refused(err.message, err);
     return new StoreError(`Redis call failed: ${err instanceof Error ? err.message : String(err)}`, err);
   }
 

@@ -23,8 +23,8 @@ export interface Operation<S, Req, Res> {
  * - Every key the store writes expires once its state is equivalent to an absent key
  *   (`Transition.ttlMs`); nothing is kept forever.
  * - A failed or timed-out `run` rejects with a `TokenleaseError`; it is never retried blindly,
- *   because the operation may have been applied. A call that certainly did not run (never sent)
- *   rejects with `StoreUnavailableError`.
+ *   because the operation may have been applied. A call that certainly did not run (never sent, or
+ *   refused by the store before it changed anything) rejects with `StoreUnavailableError`.
  * - `run` settles within the store's timeout (or the call's `timeoutMs`) from the moment it is
  *   called, time spent waiting in a batch or for the connection included.
  *

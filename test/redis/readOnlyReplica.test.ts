@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Limiter, RedisStore } from '../../src/index.js';
+import { Limiter, RedisStore, StoreUnavailableError } from '../../src/index.js';
+import { tokenBucketAcquire } from '../../src/stores/tokenBucketOps.js';
 import { closeAllClients, trackClient } from '../support/clients.js';
 import { type RedisProcess, startRedis } from '../support/redisServer.js';
 
@@ -45,4 +46,17 @@ it('warns once at start when the store is connected to a read-only replica', asy
 
 it('says nothing on the primary', async () => {
   expect(await warningsOf(primary!.url)).toEqual([]);
+});
+
+it('a call the replica refuses (READONLY) fails as one that did not run', async () => {
+  const store = new RedisStore({ client: trackClient(new Redis(replica!.url)), onWarning: () => {} });
+  await store.ready();
+  const req = { rate: 1, periodMs: 1000, burst: 10, want: 1, min: 1, ahead: 0 };
+  const err = await store.run(tokenBucketAcquire, 'k', req).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  await store.close();
+  expect(err, 'READONLY: the script wrote nothing').toBeInstanceOf(StoreUnavailableError);
+  expect((err as Error).message).toMatch(/READONLY/);
 });
