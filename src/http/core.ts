@@ -1,6 +1,6 @@
 import type { Check, Decision } from '../decision.js';
 import { ConfigError, shown } from '../errors.js';
-import type { Limiter } from '../limiter.js';
+import { consumeNow, type Limiter } from '../limiter.js';
 import { ClientIp, parseHop, type TrustProxy } from './clientIp.js';
 import {
   type HeaderOptions,
@@ -260,6 +260,11 @@ export class RateLimitCore<Req> {
    * them the route is worked out only for a rule keyed by it.
    */
   readonly #observed: boolean;
+  /**
+   * The limiter's one-rule consume: answering in this turn on a lease hit when the limiter is a
+   * tokenlease one (a stand-in with only `consume` answers with a promise).
+   */
+  readonly #consumeOne: (policy: string, key: string, cost: number) => Decision | Promise<Decision>;
   #lastIp = { ipKey: '', part: '' };
   #lastRoute: { method: string; pattern: string | undefined; path: string; route: string } = {
     method: '',
@@ -279,6 +284,11 @@ export class RateLimitCore<Req> {
     this.#view = view;
     // A limiter that does not say (not a tokenlease one) is taken to have observers.
     this.#observed = o.limiter.observesDecisions !== false;
+    const limiter = o.limiter;
+    this.#consumeOne =
+      typeof limiter[consumeNow] === 'function'
+        ? (policy, key, cost) => limiter[consumeNow](policy, key, cost)
+        : (policy, key, cost) => limiter.consume(policy, key, cost);
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
     this.#standard = standardHeadersOption(o.standardHeaders, 'draft-10');
     this.#apiKeyHeader = headerName(o.apiKeyHeader ?? 'x-api-key', 'apiKeyHeader');
@@ -354,15 +364,18 @@ export class RateLimitCore<Req> {
    * `skip`, `user`, allow/deny functions); store failures become an outcome.
    */
   check(req: Req): Promise<Outcome> {
-    return this.checkThen(req, unchanged);
+    const outcome = this.checkThen(req, unchanged);
+    return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
   }
 
   /**
-   * `check(req).then(then)` in one step: the adapters apply the outcome in the callback that
-   * receives the limiter's answer, one promise and turn of the microtask queue less per request.
-   * Also rejects when `then` throws.
+   * `check(req).then(then)` in one step, and in this turn when nothing waits (a lease hit, a
+   * deny-listed client): the adapters apply the outcome in the callback that receives the
+   * limiter's answer, with no promise or turn of the microtask queue per request of their own.
+   * Returns what `then` returns, or its promise when something was waited for; rejects (never
+   * throws) when a callback of the options or `then` throws.
    */
-  checkThen<T>(req: Req, then: (outcome: Outcome) => T): Promise<T> {
+  checkThen<T>(req: Req, then: (outcome: Outcome) => T): T | Promise<T> {
     if (this.#awaits) return this.#checkAwaiting(req).then(then);
     // Nothing to wait for but perhaps the client key: no promise but the limiter's, when it is sync.
     try {
@@ -403,12 +416,12 @@ export class RateLimitCore<Req> {
     view: RequestView,
     custom: string | number | undefined,
     then: (outcome: Outcome) => T,
-  ): Promise<T> {
+  ): T | Promise<T> {
     const user = this.#o.user?.(req);
     const set = this.#ruleSet();
     const ids = this.#identify(view, set, custom);
     const cost = this.#cost(req);
-    if (this.#denied(set, ids)) return Promise.resolve(this.#forbidden()).then(then);
+    if (this.#denied(set, ids)) return then(this.#forbidden());
     return this.#decide({ req, view, set, ids, user, cost }, then);
   }
 
@@ -468,13 +481,12 @@ export class RateLimitCore<Req> {
   }
 
   /** The limiter's answer for a client that is not deny-listed (nor allowed by a function). */
-  #decide<T>(asked: Asked<Req>, then: (outcome: Outcome) => T): Promise<T> {
+  #decide<T>(asked: Asked<Req>, then: (outcome: Outcome) => T): T | Promise<T> {
     const o = this.#o;
     const { req, view, set, ids } = asked;
-    if ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids))
-      return Promise.resolve(NOTHING).then(then);
+    if ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids)) return then(NOTHING);
     let plan: Plan<Req>;
-    let decided: Promise<Decision> | undefined;
+    let decided: Decision | Promise<Decision> | undefined;
     try {
       plan = this.#plan(asked);
       const enforced = plan.results.length - plan.shadowed;
@@ -482,14 +494,12 @@ export class RateLimitCore<Req> {
       // own validation and copy (and no `Check` is built).
       if (enforced === 1 && !this.#observed) {
         const only = plan.shadowed === 0 ? plan.results[0]! : plan.results.find((r) => r.enforced)!;
-        decided = o.limiter.consume(only.policy, only.key, only.cost);
+        decided = this.#consumeOne(only.policy, only.key, only.cost);
       } else if (enforced > 0) decided = o.limiter.consume(checksOf(plan, true));
     } catch (err) {
-      return Promise.resolve(this.#failed(err, req)).then(then);
+      return then(this.#failed(err, req));
     }
-    if (decided === undefined) {
-      return Promise.resolve(this.#shadowed(req, view, ids, plan, undefined)).then(then);
-    }
+    if (!(decided instanceof Promise)) return settle(this.#shadowed(req, view, ids, plan, decided), then);
     return decided.then(
       (decision) => settle(this.#shadowed(req, view, ids, plan, decision), then),
       (err: unknown) => then(this.#failed(err, req)),

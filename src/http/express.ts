@@ -289,9 +289,12 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
   const handler: RequestHandler = direct
     ? (req, res, next) => {
         checkProxy(req);
-        direct.core
-          .checkThen(req, (outcome) => apply(direct, fixed, undefined, req, res, next, outcome))
-          .then(undefined, next);
+        // Admitted in this turn on a lease hit (`next` called, nothing returned); else a promise
+        // (of the limiter, or of a refusal's handler) whose failure goes to `next`.
+        const applied = direct.core.checkThen(req, (outcome) =>
+          apply(direct, fixed, undefined, req, res, next, outcome),
+        );
+        applied?.then(undefined, next);
       }
     : middleware;
   const resetKey = (key: string) => (cores ? cores.resetKey(key) : native!.resetKey(key));

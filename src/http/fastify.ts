@@ -127,10 +127,7 @@ const plugin: FastifyPluginAsync<FastifyRateLimitOptions | PeerFastifyOptions> =
   });
 };
 
-function routeHandler(
-  o: FastifyOptions,
-  pattern: string,
-): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
+function routeHandler(o: FastifyOptions, pattern: string): onRequestHookHandler {
   const withKey = (fn: ((req: FastifyRequest, key: string, info: RateLimitInfo) => void) | undefined) =>
     fn && ((req: FastifyRequest, info: RateLimitInfo) => fn(req, info.key, info));
   const core = new RateLimitCore<FastifyRequest>(
@@ -172,8 +169,13 @@ function routeHandler(
     }
     return reply;
   };
-  // A promise, as an async hook returns (Fastify waits for it), without an async function around it.
-  return (request, reply) => core.checkThen(request, (outcome) => apply(request, reply, outcome));
+  // A callback hook, not an async one: a request admitted on a lease hit goes on in this turn,
+  // with no promise for Fastify to wait for. A refusal is sent, and `done` not called.
+  return (request, reply, done) => {
+    const applied = core.checkThen(request, (outcome) => apply(request, reply, outcome));
+    if (applied === undefined) done();
+    else if (applied instanceof Promise) applied.then((sent) => sent === undefined && done(), done);
+  };
 }
 
 /** What the limiter reads from a Fastify request; the route pattern comes from the router. */

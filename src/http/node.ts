@@ -81,8 +81,15 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
     else sendRefusal(res, outcome);
     return false;
   };
-  return (req, res) => core.checkThen(req, (outcome) => apply(req, res, outcome));
+  return (req, res) => {
+    const passed = core.checkThen(req, (outcome) => apply(req, res, outcome));
+    return passed === true ? PASSED : passed === false ? STOPPED : passed;
+  };
 }
+
+/** `rateLimit`'s answers when decided in the turn it was called: the same settled promises each time. */
+const PASSED = Promise.resolve(true);
+const STOPPED = Promise.resolve(false);
 
 /** What the limiter reads from a plain Node request. */
 export function nodeView(req: IncomingMessage): RequestView {

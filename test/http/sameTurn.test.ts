@@ -1,0 +1,99 @@
+import { IncomingMessage, ServerResponse } from 'node:http';
+import express from 'express';
+import Fastify from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rateLimit as expressRateLimit } from '../../src/http/express.js';
+import { rateLimitPlugin } from '../../src/http/fastify.js';
+import { type RateLimitInfo, rateLimit } from '../../src/http/index.js';
+import { Limiter, MemoryStore } from '../../src/index.js';
+
+// A lease hit is decided from local state: the adapters apply it in the turn the request came in
+// (headers set, `next` called), with no promise of their own for it to wait behind. A store call
+// still goes through its promise.
+
+const limiters: Limiter[] = [];
+afterEach(async () => {
+  await Promise.all(limiters.splice(0).map((l) => l.close()));
+});
+
+function limiter(): Limiter {
+  const l = new Limiter({
+    store: new MemoryStore(),
+    policies: { 'per-client': { algorithm: 'token-bucket', rate: 1000, period: '1s', burst: 1000 } },
+  });
+  limiters.push(l);
+  return l;
+}
+
+function request(): IncomingMessage {
+  const req = new IncomingMessage({ remoteAddress: '127.0.0.1' } as never);
+  req.method = 'GET';
+  req.url = '/';
+  req.headers = { host: 'api' };
+  return req;
+}
+
+/** Per request: where the decision came from, and whether it was applied before the call returned. */
+type Seen = { source: string | undefined; sameTurn: boolean };
+
+/** Requests until the key's leases are warm: every lease hit must have been applied in its turn. */
+function expectLeaseHitsInTurn(seen: readonly Seen[]): void {
+  expect(seen[0]).toEqual({ source: 'store', sameTurn: false });
+  const hits = seen.filter((s) => s.source === 'lease');
+  expect(hits.length).toBeGreaterThan(10);
+  expect(hits.every((s) => s.sameTurn)).toBe(true);
+}
+
+describe('decided in the turn the request came in, on a lease hit', () => {
+  it('node:http: the headers are on the response before the returned promise is awaited', async () => {
+    const limit = rateLimit({ limiter: limiter(), rules: [{ policy: 'per-client', by: 'ip' }] });
+    const seen: Seen[] = [];
+    for (let i = 0; i < 30; i++) {
+      const req = request();
+      const res = new ServerResponse(req);
+      const passed = limit(req, res);
+      const sameTurn = res.getHeader('ratelimit') !== undefined;
+      expect(await passed).toBe(true);
+      const info = (req as unknown as { rateLimit: RateLimitInfo }).rateLimit;
+      seen.push({ source: info.rules[0]?.decision?.source, sameTurn });
+    }
+    expectLeaseHitsInTurn(seen);
+  });
+
+  it('Express: next() is called before the middleware returns', async () => {
+    const middleware = expressRateLimit({ limiter: limiter(), rules: [{ policy: 'per-client' }] });
+    const app = express();
+    const seen: Seen[] = [];
+    for (let i = 0; i < 30; i++) {
+      const req = Object.setPrototypeOf(request(), app.request) as express.Request;
+      const res = Object.setPrototypeOf(new ServerResponse(req), app.response) as express.Response;
+      let returned = false;
+      let sameTurn = false;
+      await new Promise<void>((resolve, reject) => {
+        middleware(req, res, (err?: unknown) => {
+          sameTurn = !returned;
+          if (err) reject(err);
+          else resolve();
+        });
+        returned = true;
+      });
+      seen.push({ source: req.rateLimit?.rules[0]?.decision?.source, sameTurn });
+    }
+    expectLeaseHitsInTurn(seen);
+  });
+
+  it('Fastify: a callback hook that lets the route run, and refuses with a sent reply', async () => {
+    const app = Fastify();
+    const l = new Limiter({
+      store: new MemoryStore(),
+      policies: { one: { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 2 } },
+    });
+    limiters.push(l);
+    await app.register(rateLimitPlugin, { limiter: l, rules: [{ policy: 'one' }] });
+    app.get('/', async () => 'ok');
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await app.inject({ url: '/' })).statusCode);
+    expect(statuses).toEqual([200, 200, 429]);
+    await app.close();
+  });
+});
