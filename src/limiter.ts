@@ -337,6 +337,8 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /** The key of `Limiter`'s one-rule consume that may answer synchronously (see there). */
 export const consumeNow: unique symbol = Symbol('tokenlease.consumeNow');
+/** The key of `Limiter`'s `describe(policy).windowSeconds` (see there). */
+export const windowSecondsOf: unique symbol = Symbol('tokenlease.windowSecondsOf');
 
 /**
  * Decides each request from tokens leased out of a shared store, going to the store only when a
@@ -496,11 +498,6 @@ export class Limiter {
     // Not an async function: a decision made from local state resolves without a promise chain
     // (no await of a value that is not a promise), and errors still reject, never throw.
     try {
-      if (typeof policyOrChecks !== 'string' && Array.isArray(policyOrChecks)) {
-        if (this.#closing) throw new ClosedError('Limiter');
-        return this.#consumeAll(policyOrChecks);
-      }
-      // Anything not a list of checks is validated there as the policy name.
       const decision = this[consumeNow](policyOrChecks as string, key, cost);
       return decision instanceof Promise ? decision : Promise.resolve(decision);
     } catch (err) {
@@ -509,13 +506,23 @@ export class Limiter {
   }
 
   /**
-   * `consume(policy, key, cost)` for the HTTP adapters: the decision itself when local state made
-   * it (a lease hit), else its promise; throws what `consume` would reject with. An adapter that
-   * applies the decision at once saves a promise and a turn of the microtask queue per request.
+   * `consume` for the HTTP adapters: the decision itself when local state made it (lease hits),
+   * else its promise; throws what `consume` would reject with. An adapter that applies the
+   * decision at once saves a promise and a turn of the microtask queue per request.
    */
-  [consumeNow](policy: string, key: string | undefined, cost = 1): Decision | Promise<Decision> {
+  [consumeNow](policy: string, key?: string, cost?: number): Decision | Promise<Decision>;
+  [consumeNow](checks: readonly Check[]): Decision | Promise<Decision>;
+  [consumeNow](
+    policyOrChecks: string | readonly Check[],
+    key?: string,
+    cost = 1,
+  ): Decision | Promise<Decision> {
     if (this.#closing) throw new ClosedError('Limiter');
-    const rule = this.#consumeRule(policy, 0, 'policy');
+    if (typeof policyOrChecks !== 'string' && Array.isArray(policyOrChecks)) {
+      return this.#consumeAll(policyOrChecks);
+    }
+    // Anything not a list of checks is validated there as the policy name.
+    const rule = this.#consumeRule(policyOrChecks, 0, 'policy');
     const k = this.#key(key, 'key');
     const c = checkCost(cost, 'cost', rule);
     this.#stats.decisions++;
@@ -525,7 +532,7 @@ export class Limiter {
     return this.#checkStore(state, rule, k, c).then(decisionOf);
   }
 
-  #consumeAll(checks: readonly Check[]): Promise<Decision> {
+  #consumeAll(checks: readonly Check[]): Decision | Promise<Decision> {
     const n = checks.length;
     if (n === 0) throw new ArgumentError('checks', 'expected at least one check');
     // Into the limiter's own arrays unless another multi-rule consume is deciding (an observer
@@ -539,7 +546,7 @@ export class Limiter {
     }
   }
 
-  #decideAll(checks: readonly Check[], n: number, scratch: Scratch): Promise<Decision> {
+  #decideAll(checks: readonly Check[], n: number, scratch: Scratch): Decision | Promise<Decision> {
     const { rules, keys, costs, states, windows } = scratch;
     // Every check is validated before any takes a token.
     for (let i = 0; i < n; i++) {
@@ -564,7 +571,7 @@ export class Limiter {
       this.#stats.decisions++;
       const state = table.state(rules[0]!, keys[0]!);
       const decision = state.decideLocal?.(costs[0]!, checks[0]);
-      if (decision !== undefined) return Promise.resolve(alone(decision));
+      if (decision !== undefined) return alone(decision);
       return this.#checkStore(state, rules[0]!, keys[0]!, costs[0]!, checks[0]).then(aloneOf);
     }
     const remembered = table.remembered(rules, keys, n, states);
@@ -606,13 +613,13 @@ export class Limiter {
     if (!waits) {
       const checked = outcomes as Decision[];
       const refused = refusal(checked);
-      if (refused === undefined) return Promise.resolve(withChecks(tightest(checked), checked));
+      if (refused === undefined) return withChecks(tightest(checked), checked);
       // The allowed rules are refunded, so each reports what is left after the refund.
       for (let i = 0; i < n; i++) {
         const d = checked[i]!;
         if (d.allowed) checked[i] = states[i]!.refundLocal!(costs[i]!, d, windows[i]!);
       }
-      return Promise.resolve(withChecks(refused, checked));
+      return withChecks(refused, checked);
     }
     // What the refunds need, as the rules decided: the scratch arrays serve the next consume.
     const admitted = states.slice(0, n);
@@ -727,6 +734,17 @@ export class Limiter {
    * its limit and the whole seconds it takes to restore the limit from empty.
    */
   describe(policy: string): PolicyDescription {
+    const { limit, windowSeconds } = this.#description(policy);
+    return { limit, windowSeconds };
+  }
+
+  /** `describe(policy).windowSeconds` with no object made: the HTTP adapters ask on every request. */
+  [windowSecondsOf](policy: string): number {
+    return this.#description(policy).windowSeconds;
+  }
+
+  /** `describe`'s answer as cached, not to be handed out (a caller may change its copy). */
+  #description(policy: string): PolicyDescription {
     const rule = this.#rule(policy, 'policy');
     // A description depends on the time only through the window it falls in (a calendar month is
     // as long as its month): described once per window, as the HTTP adapters ask on every request.
@@ -739,7 +757,7 @@ export class Limiter {
       cached = { window, description: describe(rule, now) };
       this.#described.set(rule, cached);
     }
-    return { limit: cached.description.limit, windowSeconds: cached.description.windowSeconds };
+    return cached.description;
   }
 
   /**

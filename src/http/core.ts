@@ -1,6 +1,6 @@
 import type { Check, Decision } from '../decision.js';
 import { ConfigError, shown } from '../errors.js';
-import { consumeNow, type Limiter } from '../limiter.js';
+import { consumeNow, type Limiter, windowSecondsOf } from '../limiter.js';
 import { ClientIp, parseHop, type TrustProxy } from './clientIp.js';
 import {
   type HeaderOptions,
@@ -261,10 +261,13 @@ export class RateLimitCore<Req> {
    */
   readonly #observed: boolean;
   /**
-   * The limiter's one-rule consume: answering in this turn on a lease hit when the limiter is a
-   * tokenlease one (a stand-in with only `consume` answers with a promise).
+   * The limiter's consume of one rule and of checks: answering in this turn on lease hits when the
+   * limiter is a tokenlease one (a stand-in with only `consume` answers with a promise).
    */
   readonly #consumeOne: (policy: string, key: string, cost: number) => Decision | Promise<Decision>;
+  readonly #consumeChecks: (checks: readonly Check[]) => Decision | Promise<Decision>;
+  /** The limiter's `describe(policy).windowSeconds`, with no object per call from a tokenlease one. */
+  readonly #windowOf: (policy: string) => number;
   #lastIp = { ipKey: '', part: '' };
   #lastRoute: { method: string; pattern: string | undefined; path: string; route: string } = {
     method: '',
@@ -289,6 +292,14 @@ export class RateLimitCore<Req> {
       typeof limiter[consumeNow] === 'function'
         ? (policy, key, cost) => limiter[consumeNow](policy, key, cost)
         : (policy, key, cost) => limiter.consume(policy, key, cost);
+    this.#consumeChecks =
+      typeof limiter[consumeNow] === 'function'
+        ? (checks) => limiter[consumeNow](checks)
+        : (checks) => limiter.consume(checks);
+    this.#windowOf =
+      typeof limiter[windowSecondsOf] === 'function'
+        ? (policy) => limiter[windowSecondsOf](policy)
+        : (policy) => limiter.describe(policy).windowSeconds;
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
     this.#standard = standardHeadersOption(o.standardHeaders, 'draft-10');
     this.#apiKeyHeader = headerName(o.apiKeyHeader ?? 'x-api-key', 'apiKeyHeader');
@@ -482,7 +493,6 @@ export class RateLimitCore<Req> {
 
   /** The limiter's answer for a client that is not deny-listed (nor allowed by a function). */
   #decide<T>(asked: Asked<Req>, then: (outcome: Outcome) => T): T | Promise<T> {
-    const o = this.#o;
     const { req, view, set, ids } = asked;
     if ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids)) return then(NOTHING);
     let plan: Plan<Req>;
@@ -495,7 +505,7 @@ export class RateLimitCore<Req> {
       if (enforced === 1 && !this.#observed) {
         const only = plan.shadowed === 0 ? plan.results[0]! : plan.results.find((r) => r.enforced)!;
         decided = this.#consumeOne(only.policy, only.key, only.cost);
-      } else if (enforced > 0) decided = o.limiter.consume(checksOf(plan, true));
+      } else if (enforced > 0) decided = this.#consumeChecks(checksOf(plan, true));
     } catch (err) {
       return then(this.#failed(err, req));
     }
@@ -593,7 +603,7 @@ export class RateLimitCore<Req> {
       };
       // Legacy headers alone (express-rate-limit's default) show no window: no describe(), a clock
       // read and an object per rule and request.
-      windows[count] = this.#standard === false ? 0 : this.#o.limiter.describe(rule.policy).windowSeconds;
+      windows[count] = this.#standard === false ? 0 : this.#windowOf(rule.policy);
       count++;
       if (!enforced) shadowed++;
     }

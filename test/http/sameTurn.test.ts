@@ -60,6 +60,33 @@ describe('decided in the turn the request came in, on a lease hit', () => {
     expectLeaseHitsInTurn(seen);
   });
 
+  it('node:http with observers and two rules: consume(checks) answers in the turn too', async () => {
+    const routes: (string | undefined)[] = [];
+    const l = new Limiter({
+      store: new MemoryStore(),
+      policies: {
+        'per-client': { algorithm: 'token-bucket', rate: 1000, period: '1s', burst: 1000 },
+        daily: { algorithm: 'token-bucket', rate: 100_000, period: '1d' },
+      },
+      observers: [{ decision: (e) => routes.push(e.route) }],
+    });
+    limiters.push(l);
+    const limit = rateLimit({ limiter: l, rules: [{ policy: 'per-client' }, { policy: 'daily' }] });
+    const seen: Seen[] = [];
+    for (let i = 0; i < 30; i++) {
+      const req = request();
+      const res = new ServerResponse(req);
+      const passed = limit(req, res);
+      const sameTurn = res.getHeader('ratelimit') !== undefined;
+      expect(await passed).toBe(true);
+      const info = (req as unknown as { rateLimit: RateLimitInfo }).rateLimit;
+      const sources = info.rules.map((r) => r.decision?.source);
+      seen.push({ source: sources.every((s) => s === 'lease') ? 'lease' : 'store', sameTurn });
+    }
+    expectLeaseHitsInTurn(seen);
+    expect(new Set(routes)).toEqual(new Set(['GET /']));
+  });
+
   it('Express: next() is called before the middleware returns', async () => {
     const middleware = expressRateLimit({ limiter: limiter(), rules: [{ policy: 'per-client' }] });
     const app = express();
