@@ -2,7 +2,8 @@
  * Concurrency limit: at most `limit` slots held at once per key. Each slot is an id with an expiry
  * (a ZSET member scored by its expiry time in Redis). A holder renews its slots while it uses them;
  * slots of a holder that died are trimmed once their expiry passes, so a crash costs capacity only
- * for one `ttlMs`.
+ * for one `ttlMs`. A renewal puts back slots the store no longer has (it lost its data, or the
+ * holder stalled past their expiry) while they fit under the limit.
  *
  * Over the limit: refused, nothing recorded; the caller learns when the earliest held slot expires
  * if nobody releases it (an upper bound on the wait: a release frees a slot sooner).
@@ -45,6 +46,8 @@ export interface ReleaseRequest {
 export interface RenewRequest extends ReleaseRequest {
   /** Ms a renewed slot lives. */
   readonly ttlMs: number;
+  /** Most slots held at once: a slot the store no longer has is put back only below it. */
+  readonly limit: number;
 }
 
 export function slotId(owner: string, n: number): string {
@@ -94,7 +97,12 @@ export function release(
   return settle(slots, now, slots.size);
 }
 
-/** Extends live slots by `ttlMs`; returns the ids that had already expired (the holder lost them). */
+/**
+ * Extends the holder's slots by `ttlMs`. A slot the store no longer has (it lost its data, or the
+ * slot expired while its holder stalled) is put back while fewer than `limit` are held: the
+ * request holding it is still running, so leaving it out would admit one more than the limit.
+ * Returns the ids that did not fit (the holder lost them: someone else has their place).
+ */
 export function renew(
   state: ConcurrencyState | undefined,
   now: number,
@@ -103,7 +111,7 @@ export function renew(
   const slots = live(state, now);
   const lost: string[] = [];
   for (const id of req.ids) {
-    if (slots.has(id)) slots.set(id, now + req.ttlMs);
+    if (slots.has(id) || slots.size < req.limit) slots.set(id, now + req.ttlMs);
     else lost.push(id);
   }
   return settle(slots, now, lost);

@@ -166,9 +166,15 @@ class ConcurrencyKey extends LeaseHolder<ConcurrencyRule, Grant> {
     const { ctx, rule } = this;
     this.#renewing = true;
     this.#renewAt = now + rule.slotTtlMs / 2;
-    const call = storeCall(ctx, concurrencyRenew, this.storageKey, { ids, ttlMs: rule.slotTtlMs }, BACKGROUND)
+    const call = storeCall(
+      ctx,
+      concurrencyRenew,
+      this.storageKey,
+      { ids, ttlMs: rule.slotTtlMs, limit: rule.limit },
+      BACKGROUND,
+    )
       .then((lost) => {
-        // Expired while held (this process stalled longer than slotTtl): someone may have them now.
+        // Gone from the store and no room to put them back: someone else has their places.
         const gone = new Set(lost);
         this.#free = this.#free.filter((id) => !gone.has(id));
         for (const id of gone) this.#inUse.delete(id);

@@ -37,7 +37,7 @@ export const concurrencyRelease: Operation<ConcurrencyState, ReleaseRequest, num
 export const concurrencyRenew: Operation<ConcurrencyState, RenewRequest, string[]> = {
   script: 'concurrency_renew',
   apply: renew,
-  args: (r) => [r.ttlMs, ...r.ids],
+  args: (r) => [r.ttlMs, r.limit, ...r.ids],
   parse(reply) {
     if (!Array.isArray(reply) || reply.some((id) => typeof id !== 'string')) {
       throw new StoreError(`Unexpected concurrency_renew reply: ${JSON.stringify(reply)}`);

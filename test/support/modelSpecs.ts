@@ -402,6 +402,7 @@ const concurrency: ModelSpec = {
             run(`renew ${picks}`, concurrencyRenew, (h) => ({
               ids: picks.map((p) => h.slots[p % Math.max(1, h.slots.length)] ?? 'unknown:0'),
               ttlMs: s.ttlMs,
+              limit: s.limit,
             })),
           ),
           advance(Math.ceil(s.ttlMs * 0.6)),
