@@ -128,6 +128,24 @@ interface Params extends PeerFastifyOptions {
 const TRUNCATE = (n: unknown) =>
   typeof n === 'number' && Number.isFinite(n) && n >= 0 ? Math.trunc(n) : undefined;
 
+/**
+ * `timeWindow` as @fastify/rate-limit reads it: ms (truncated), a duration string, or a function
+ * of the request; a number that is none (NaN, negative) is its default minute, as there. A window
+ * of 0 ms or a string that is no duration is refused here, where the plugin would fail every request.
+ */
+function timeWindowOf(value: unknown): number | PerRequest<number> {
+  if (typeof value === 'function') return value as PerRequest<number>;
+  const ms =
+    typeof value === 'string' ? parse(value) : value === undefined ? 60_000 : (TRUNCATE(value) ?? 60_000);
+  if (ms === undefined || !(ms > 0)) {
+    throw new ConfigError(
+      'timeWindow',
+      `expected a positive number of ms, a duration ('1 minute') or a function of the request, got ${shown(value)}`,
+    );
+  }
+  return ms;
+}
+
 /** The plugin state of one registration. */
 export class PeerRateLimit {
   readonly #limiter: { instance: Limiter | undefined; store: Store; policies: Record<string, PolicyConfig> };
@@ -167,16 +185,20 @@ export class PeerRateLimit {
         `expected one of ${PEER_HOOKS.map((h) => `'${h}'`).join(', ')}, got ${shown(o.hook)}`,
       );
     }
-    let timeWindow: Params['timeWindow'] = TRUNCATE(o.timeWindow);
-    if (timeWindow === undefined && typeof o.timeWindow === 'string') timeWindow = parse(o.timeWindow);
-    if (timeWindow === undefined && typeof o.timeWindow === 'function') timeWindow = o.timeWindow;
+    if (o.keyGenerator !== undefined && typeof o.keyGenerator !== 'function') {
+      throw new ConfigError(
+        'keyGenerator',
+        `expected a function of the request, got ${shown(o.keyGenerator)}`,
+      );
+    }
+    const timeWindow = timeWindowOf(o.timeWindow);
     const max = TRUNCATE(o.max) ?? (typeof o.max === 'function' ? o.max : 1000);
     const subnet = TRUNCATE(o.ipv6Subnet);
     return {
       ...o,
       scope,
       max,
-      timeWindow: timeWindow ?? 60_000,
+      timeWindow,
       ban: TRUNCATE(o.ban),
       ipv6Subnet: subnet !== undefined && subnet <= 128 ? subnet : 64,
       hook: o.hook ?? 'onRequest',
