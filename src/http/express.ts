@@ -493,12 +493,12 @@ class PeerCores {
   for(limit: number): BoundCore | undefined {
     if (this.#limits.has(limit)) return this.#cores.get(limit);
     this.#limits.add(limit);
-    const policy = `limit-${limit}`;
+    const policy = this.#admitting(limit);
     // No policy can admit nothing: limit 0 counts its refusals only.
     const policies = Object.fromEntries(
       [...this.#limits].flatMap((n) => [
-        ...(n > 0 ? [[`limit-${n}`, this.#policy(n)]] : []),
-        [refusedPolicy(n), { ...this.#policy(REFUSALS), lease: 'exact' as const }],
+        ...(n > 0 ? [[this.#admitting(n), this.#policy(n)]] : []),
+        [this.#refusals(n), { ...this.#policy(REFUSALS), lease: 'exact' as const }],
       ]),
     );
     // A limiter needs a policy, and a limit function names its values only as requests come.
@@ -522,7 +522,7 @@ class PeerCores {
         const k = buildKey([['client', key]]);
         const [window, r] = await Promise.all([
           limiter.peek(policy, k),
-          limiter.peek(refusedPolicy(limit), k),
+          limiter.peek(this.#refusals(limit), k),
         ]);
         const refusals = stale(r, window.resetMs) ? 0 : r.limit - r.remaining;
         return { ...info, totalHits: info.totalHits + refusals };
@@ -540,7 +540,7 @@ class PeerCores {
   async countRefusal(limit: number, info: RateLimitInfo): Promise<Took | undefined> {
     const refused = info.rules.find((r) => r.enforced && r.decision && !r.decision.allowed);
     if (!refused || !this.#limiter) return undefined;
-    const policy = refusedPolicy(limit);
+    const policy = this.#refusals(limit);
     const d = refused.decision!;
     let count = await this.#limiter.consume(policy, refused.key, refused.cost);
     if (stale(count, d.resetMs)) {
@@ -562,7 +562,7 @@ class PeerCores {
     const limiter = this.#limiter!;
     const o = this.#o;
     const client = await this.#keyOf(req, res);
-    const took: Took = { policy: refusedPolicy(0), key: buildKey([['client', client]]), cost: 1 };
+    const took: Took = { policy: this.#refusals(0), key: buildKey([['client', client]]), cost: 1 };
     const count = await limiter.consume(took.policy, took.key, took.cost);
     const now = (o.now ?? Date.now)();
     const name = this.#name(0);
@@ -616,14 +616,14 @@ class PeerCores {
     const k = buildKey([['client', key]]);
     await Promise.all([
       ...[...this.#cores.values()].map((c) => c.resetKey(key)),
-      ...(this.#limits.has(0) ? [this.#limiter!.reset(refusedPolicy(0), k)] : []),
+      ...(this.#limits.has(0) ? [this.#limiter!.reset(this.#refusals(0), k)] : []),
     ]);
   }
 
   async getKey(key: string): Promise<ClientRateLimitInfo | undefined> {
     const now = (this.#o.now ?? Date.now)();
     const refusedAll = async (): Promise<ClientRateLimitInfo> => {
-      const d = await this.#limiter!.peek(refusedPolicy(0), buildKey([['client', key]]));
+      const d = await this.#limiter!.peek(this.#refusals(0), buildKey([['client', key]]));
       return { totalHits: d.limit - d.remaining, resetTime: new Date(now + d.resetMs) };
     };
     return mostHits(
@@ -639,6 +639,19 @@ class PeerCores {
     return this.#o.identifier ?? `${limit}-in-${duration(this.#o.windowMs!)}`;
   }
 
+  /**
+   * The policies of a limit, named after it and the window: middlewares sharing a store (a
+   * per-minute and a per-hour limit of the same size) each count in their own keys, and every
+   * instance of one middleware in the same ones.
+   */
+  #admitting(limit: number): string {
+    return `limit-${limit}-per-${this.#o.windowMs}ms`;
+  }
+
+  #refusals(limit: number): string {
+    return `refused-${limit}-per-${this.#o.windowMs}ms`;
+  }
+
   #policy(limit: number) {
     return {
       algorithm: 'fixed-window' as const,
@@ -652,7 +665,6 @@ class PeerCores {
 
 /** The most refusals a client's window counts (far beyond any request rate). */
 const REFUSALS = 1e12;
-const refusedPolicy = (limit: number) => `refused-${limit}`;
 
 /**
  * Whether a refusal counter belongs to an earlier window than the client's current one: it opened
