@@ -337,8 +337,18 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /** The key of `Limiter`'s one-rule consume that may answer synchronously (see there). */
 export const consumeNow: unique symbol = Symbol('tokenlease.consumeNow');
-/** The key of `Limiter`'s `describe(policy).windowSeconds` (see there). */
-export const windowSecondsOf: unique symbol = Symbol('tokenlease.windowSecondsOf');
+/** The key of `Limiter`'s `describe(policy)` for the HTTP adapters' headers (see there). */
+export const headerFacts: unique symbol = Symbol('tokenlease.headerFacts');
+
+/** What the HTTP adapters' headers need of a policy on every request. */
+export interface HeaderFacts {
+  readonly windowSeconds: number;
+  /**
+   * A fixed window: what it admitted comes back only when it ends, not little by little as a
+   * bucket's or a sliding window's does.
+   */
+  readonly resetsAtEnd: boolean;
+}
 
 /**
  * Decides each request from tokens leased out of a shared store, going to the store only when a
@@ -368,7 +378,7 @@ export class Limiter {
   #scratch: Scratch | undefined = newScratch();
   readonly #pending = new Set<Promise<unknown>>();
   /** `describe`'s answers by rule, with the window each holds for. */
-  readonly #described = new Map<Rule, { window: number; description: PolicyDescription }>();
+  readonly #described = new Map<Rule, { window: number; description: PolicyDescription & HeaderFacts }>();
   readonly #timer: NodeJS.Timeout | undefined;
   readonly #sweepMs: number;
   readonly #telemetry: Telemetry;
@@ -738,13 +748,13 @@ export class Limiter {
     return { limit, windowSeconds };
   }
 
-  /** `describe(policy).windowSeconds` with no object made: the HTTP adapters ask on every request. */
-  [windowSecondsOf](policy: string): number {
-    return this.#description(policy).windowSeconds;
+  /** `describe(policy)` and what else headers need, with no object made: asked on every request. */
+  [headerFacts](policy: string): HeaderFacts {
+    return this.#description(policy);
   }
 
   /** `describe`'s answer as cached, not to be handed out (a caller may change its copy). */
-  #description(policy: string): PolicyDescription {
+  #description(policy: string): PolicyDescription & HeaderFacts {
     const rule = this.#rule(policy, 'policy');
     // A description depends on the time only through the window it falls in (a calendar month is
     // as long as its month): described once per window, as the HTTP adapters ask on every request.
@@ -754,7 +764,9 @@ export class Limiter {
     let cached = this.#described.get(rule);
     if (cached === undefined || cached.window !== window) {
       const describe = ENGINES[rule.algorithm].describe as (r: Rule, now: number) => PolicyDescription;
-      cached = { window, description: describe(rule, now) };
+      const { limit, windowSeconds } = describe(rule, now);
+      const resetsAtEnd = rule.algorithm === 'fixed-window';
+      cached = { window, description: { limit, windowSeconds, resetsAtEnd } };
       this.#described.set(rule, cached);
     }
     return cached.description;

@@ -1,6 +1,6 @@
 import type { Check, Decision } from '../decision.js';
 import { ConfigError, shown } from '../errors.js';
-import { consumeNow, type Limiter, windowSecondsOf } from '../limiter.js';
+import { consumeNow, type HeaderFacts, headerFacts, type Limiter } from '../limiter.js';
 import { ClientIp, parseHop, type TrustProxy } from './clientIp.js';
 import {
   type HeaderOptions,
@@ -172,6 +172,7 @@ export type Outcome =
     } & RefusalBody);
 
 const NOTHING: Outcome = { action: 'next', headers: [], info: undefined };
+const NO_FACTS: HeaderFacts = { windowSeconds: 0, resetsAtEnd: false };
 const GLOBAL = keyPart('global', '*');
 
 /**
@@ -223,10 +224,10 @@ interface Plan<Req> {
   /** The rules of `results`, in the same order. */
   rules: readonly CompiledRule<Req>[];
   /**
-   * Their policies' windows, read before `consume` (a plans reload may remove a policy after); 0
-   * without standard headers, the only ones that show a window.
+   * Their policies' windows and how they reset, read before `consume` (a plans reload may remove
+   * a policy after); `NO_FACTS` without standard headers, the only ones that show a window.
    */
-  windows: number[];
+  facts: HeaderFacts[];
   /** The request's route as the limiter's observers hear it; undefined when nobody does. */
   route: string | undefined;
   /** How many of `results` are not enforced (shadow, or not enforced for this client). */
@@ -267,7 +268,7 @@ export class RateLimitCore<Req> {
   readonly #consumeOne: (policy: string, key: string, cost: number) => Decision | Promise<Decision>;
   readonly #consumeChecks: (checks: readonly Check[]) => Decision | Promise<Decision>;
   /** The limiter's `describe(policy).windowSeconds`, with no object per call from a tokenlease one. */
-  readonly #windowOf: (policy: string) => number;
+  readonly #factsOf: (policy: string) => HeaderFacts;
   #lastIp = { ipKey: '', part: '' };
   #lastRoute: { method: string; pattern: string | undefined; path: string; route: string } = {
     method: '',
@@ -296,10 +297,10 @@ export class RateLimitCore<Req> {
       typeof limiter[consumeNow] === 'function'
         ? (checks) => limiter[consumeNow](checks)
         : (checks) => limiter.consume(checks);
-    this.#windowOf =
-      typeof limiter[windowSecondsOf] === 'function'
-        ? (policy) => limiter[windowSecondsOf](policy)
-        : (policy) => limiter.describe(policy).windowSeconds;
+    this.#factsOf =
+      typeof limiter[headerFacts] === 'function'
+        ? (policy) => limiter[headerFacts](policy)
+        : (policy) => ({ windowSeconds: limiter.describe(policy).windowSeconds, resetsAtEnd: false });
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
     this.#standard = standardHeadersOption(o.standardHeaders, 'draft-10');
     this.#apiKeyHeader = headerName(o.apiKeyHeader ?? 'x-api-key', 'apiKeyHeader');
@@ -568,7 +569,7 @@ export class RateLimitCore<Req> {
     const route = this.#observed ? this.#route(view) : undefined;
     // Sized once (and cut if routes leave rules out): an array grown by push gets room for 16.
     const results: RuleResult[] = new Array(all.length);
-    const windows: number[] = new Array(all.length);
+    const facts: HeaderFacts[] = new Array(all.length);
     let count = 0;
     let shadowed = 0;
     // The rules met, copied only once a rule's routes leave one out.
@@ -603,15 +604,15 @@ export class RateLimitCore<Req> {
       };
       // Legacy headers alone (express-rate-limit's default) show no window: no describe(), a clock
       // read and an object per rule and request.
-      windows[count] = this.#standard === false ? 0 : this.#windowOf(rule.policy);
+      facts[count] = this.#standard === false ? NO_FACTS : this.#factsOf(rule.policy);
       count++;
       if (!enforced) shadowed++;
     }
     if (count < all.length) {
       results.length = count;
-      windows.length = count;
+      facts.length = count;
     }
-    return { results, rules: met ?? all, windows, route, shadowed };
+    return { results, rules: met ?? all, facts, route, shadowed };
   }
 
   #outcome(req: Req, view: RequestView, ids: Identity, plan: Plan<Req>): Outcome {
@@ -634,7 +635,7 @@ export class RateLimitCore<Req> {
       if (r.enforced) {
         if (r.decision === undefined) continue;
         // A rule by client alone is partitioned by the client key itself (as express-rate-limit hashes it).
-        const s = state(r, plan.windows[i]!, plan.rules[i]!.clientOnly ? ids.client : r.key);
+        const s = state(r, plan.facts[i]!.windowSeconds, plan.rules[i]!.clientOnly ? ids.client : r.key);
         states[decided++] = s;
         if (!r.decision.allowed) refused = true;
         if (primaryResult === undefined || reported(r, primaryResult)) {
@@ -646,8 +647,17 @@ export class RateLimitCore<Req> {
     primaryResult ??= primary(results.filter((r) => r.decision));
     const retryAfter = refused ? retryAfterSeconds(states) : undefined;
     if (retryAfter !== undefined) {
-      // t of a rule that did not refuse never points past Retry-After: by then it has refilled some.
-      for (const s of states) if (!s.violated && s.resetSeconds! > retryAfter) s.resetSeconds = retryAfter;
+      // t of a rule that did not refuse never points past Retry-After: by then a bucket or a sliding
+      // window has refilled some. A fixed window's stays: it gives back nothing until it ends.
+      let k = 0;
+      for (let i = 0; i < results.length; i++) {
+        const r = results[i]!;
+        if (!r.enforced || r.decision === undefined) continue;
+        const s = states[k++]!;
+        if (!s.violated && !plan.facts[i]!.resetsAtEnd && s.resetSeconds! > retryAfter) {
+          s.resetSeconds = retryAfter;
+        }
+      }
     }
     if (primaryResult === undefined) return NOTHING;
     const d = primaryResult.decision!;
