@@ -186,11 +186,24 @@ end
 -- The window a call at `now` counts in, what the key has counted in it and how long it lasts
 -- (counted()). A clock that went backwards stays in the stored window; an older stored window
 -- counts as empty. first_hit: a window opens at the first grant after the last one ended.
+-- A stored window more than one window after `now` is foreign (foreign()): written under another
+-- window length; its count counts in the window of `now`.
 local function fixed_window_counted(counter, now, window_ms, first_hit)
   local stored = redis.call('HMGET', counter, 'w', 'n')
   local window = fixed_window_index(now, window_ms)
   local used = 0
-  if first_hit then
+  local foreign = false
+  if stored[1] then
+    if first_hit then
+      foreign = fixed_window_start(tonumber(stored[1]), window_ms) > now + window_ms
+    else
+      foreign = tonumber(stored[1]) > window + 1
+    end
+  end
+  if foreign then
+    used = tonumber(stored[2])
+    if first_hit then window = now / window_ms end
+  elseif first_hit then
     window = now / window_ms
     if stored[1] and now < fixed_window_start(tonumber(stored[1]) + 1, window_ms) then
       window = tonumber(stored[1])
@@ -236,11 +249,12 @@ end
 -- window_ms, want, min and ahead.
 
 -- The counts rolled over to the window a call at `now` counts in (indexAt() and roll()): a clock
--- that went backwards stays in the stored window; counts older than the previous window are gone.
+-- that went backwards stays in the stored window; counts older than the previous window are gone;
+-- those of a window more than one ahead (foreign: another window length) count in this one.
 local function sliding_window_counts(counts, now, window_ms)
   local stored = redis.call('HMGET', counts, 'w', 'c', 'p')
   local window = math.floor(now / window_ms)
-  if stored[1] then window = math.max(window, tonumber(stored[1])) end
+  if stored[1] and tonumber(stored[1]) == window + 1 then window = window + 1 end
   local s = { window = window, current = 0, previous = 0, stored = false }
   if stored[1] then
     local stored_window = tonumber(stored[1])
@@ -248,6 +262,8 @@ local function sliding_window_counts(counts, now, window_ms)
       s.current, s.previous, s.stored = tonumber(stored[2]), tonumber(stored[3]), true
     elseif stored_window == window - 1 then
       s.previous = tonumber(stored[2])
+    elseif stored_window > window then
+      s.current, s.previous = tonumber(stored[2]), tonumber(stored[3])
     end
   end
   return s

@@ -56,6 +56,19 @@ export function windowEnd(index: number, windowMs: number): number {
   return windowStart(index + 1, windowMs);
 }
 
+/**
+ * Whether the stored window lies more than one window after `now`: it was written under another
+ * window length (a policy given a longer `window`, or two limiters giving one policy name different
+ * windows) or before the clock went back by more than a window. Read as a window of this length,
+ * it would end far in the future (a minute's index read as an hour's ends in the year 5000); its
+ * count counts in the window of `now` instead, so nothing it counted is forgotten.
+ */
+function foreign(state: FixedWindowState, now: number, req: WindowPeekRequest): boolean {
+  if (req.firstHit && req.windowMs !== MONTH)
+    return windowStart(state.window, req.windowMs) > now + req.windowMs;
+  return state.window > windowIndex(now, req.windowMs) + 1;
+}
+
 /** The window a request at `now` counts in; a clock that went backwards stays in the stored window. */
 function current(state: FixedWindowState | undefined, now: number, req: WindowPeekRequest): number {
   if (req.firstHit && req.windowMs !== MONTH) {
@@ -79,12 +92,13 @@ interface Counted {
 }
 
 function counted(state: FixedWindowState | undefined, now: number, req: WindowPeekRequest): Counted {
-  const window = current(state, now, req);
+  const carried = state !== undefined && foreign(state, now, req);
+  const window = current(carried ? undefined : state, now, req);
   const stored = state !== undefined && state.window === window;
   const opens = req.firstHit === true && req.windowMs !== MONTH && !stored;
   // A window opening at this hit lasts exactly its length (its fractional index would round).
   const msLeft = opens ? req.windowMs : windowEnd(window, req.windowMs) - now;
-  return { window, used: stored ? state.count : 0, msLeft, stored, opens };
+  return { window, used: stored || carried ? state.count : 0, msLeft, stored, opens };
 }
 
 /** The answer to a call that leaves `room - granted` in window `c`; `refused`: a lease was refused. */

@@ -39,10 +39,14 @@ export interface SlidingWindowState {
   readonly previous: number;
 }
 
-/** The state as seen from window `index`: counts older than the previous window no longer matter. */
+/**
+ * The state as seen from window `index`: counts older than the previous window no longer matter,
+ * and those of a window after `index` (`indexAt`: foreign) count in it.
+ */
 function roll(state: SlidingWindowState | undefined, index: number): SlidingWindowState {
   if (state === undefined || state.window < index - 1) return { window: index, current: 0, previous: 0 };
   if (state.window === index - 1) return { window: index, current: 0, previous: state.current };
+  if (state.window > index) return { window: index, current: state.current, previous: state.previous };
   return state;
 }
 
@@ -127,9 +131,16 @@ function counting<R>(
   };
 }
 
-/** The window a call at `now` counts in; a clock that went backwards stays in the stored window. */
+/**
+ * The window a call at `now` counts in: a clock that went backwards stays in the stored window,
+ * unless it lies more than one window ahead. Such a window was written under another window length
+ * (a policy given a longer `window`, or two limiters giving one policy name different windows) or
+ * before the clock went back by more than a window; read as one of this length it would end far in
+ * the future, so its counts count in the window of `now` (`roll`).
+ */
 function indexAt(state: SlidingWindowState | undefined, now: number, windowMs: number): number {
-  return Math.max(Math.floor(now / windowMs), state?.window ?? 0);
+  const index = Math.floor(now / windowMs);
+  return state !== undefined && state.window === index + 1 ? state.window : index;
 }
 
 export function acquire(

@@ -10,23 +10,14 @@ import express from 'express';
 import request from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
 import rateLimit from '../../src/http/express.js';
-import { MemoryStore, RedisStore, type Store } from '../../src/index.js';
-import { closeAllClients, redisClient, uniquePrefix } from '../support/clients.js';
+import { closeAllClients } from '../support/clients.js';
+import { FRESH_STORES } from '../support/stores.js';
 
 afterAll(closeAllClients);
 
-const stores: Record<string, () => Promise<Store>> = {
-  MemoryStore: async () => new MemoryStore(),
-  RedisStore: async () => {
-    const store = new RedisStore({ client: redisClient(), prefix: uniquePrefix('erl-shared') });
-    await store.ready();
-    return store;
-  },
-};
-
-describe.each(Object.keys(stores))('two express-rate-limit middlewares on one %s', (kind) => {
+describe.each(Object.keys(FRESH_STORES))('two express-rate-limit middlewares on one %s', (kind) => {
   it('a per-minute and a per-hour limit of 3 each count in their own window', async () => {
-    const store = await stores[kind]!();
+    const store = await FRESH_STORES[kind]!('erl-shared');
     const headers = { standardHeaders: 'draft-8', legacyHeaders: false } as const;
     const app = express();
     app.use(rateLimit({ windowMs: 60_000, limit: 3, store, ...headers }));
