@@ -341,6 +341,12 @@ local function quantised_live(log, now, window_ms, quantum_ms, drop)
   local q = { exists = stored[1] ~= false, oldest = 0, newest = 0, total = 0 }
   if not q.exists then return q end
   q.oldest, q.newest, q.total = tonumber(stored[1]), tonumber(stored[2]), tonumber(stored[3])
+  -- Buckets more than a window ahead were filed at a finer quantum (trim()): the log starts afresh.
+  if q.newest * quantum_ms > now + window_ms then
+    if drop then redis.call('DEL', log) end
+    q.exists, q.total = false, 0
+    return q
+  end
   local first = math.floor((now - window_ms) / quantum_ms)
   if first <= q.oldest then return q end
   -- Stored buckets never reach more than `span` past `oldest`: past that everything is gone, and a

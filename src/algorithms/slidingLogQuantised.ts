@@ -60,6 +60,11 @@ function trim(
   req: QuantisedPeekRequest,
 ): QuantisedLogState | undefined {
   if (state === undefined) return undefined;
+  // Buckets more than a window ahead were filed at a finer quantum (the policy's `quantum` grew, or
+  // two limiters give one policy name different quanta): read at this one they would leave the
+  // window ages from now. They cannot be re-read, so the log starts afresh, as a coarser quantum's
+  // buckets read at a finer one have left the window (below).
+  if (state.newest * req.quantumMs > now + req.windowMs) return undefined;
   const first = Math.floor((now - req.windowMs) / req.quantumMs);
   if (first <= state.oldest) return state;
   // Stored buckets never reach more than `span` past `oldest`, so past that everything is gone

@@ -16,6 +16,8 @@ import { FRESH_STORES } from '../support/stores.js';
 afterAll(closeAllClients);
 
 const HOUR = 3_600_000;
+/** 30 s into a minute, on a clock that stands still: the minute's window cannot end (and its key expire) mid-test. */
+const now = () => 1_700_000_010_000;
 
 const shapes: Record<string, (window: '1m' | '1h') => PolicyConfig> = {
   'fixed window': (window) => ({ algorithm: 'fixed-window', limit: 10, window, lease: 'exact' }),
@@ -33,9 +35,9 @@ describe.each(Object.keys(FRESH_STORES))('on %s', (kind) => {
   it.each(Object.keys(shapes))(
     '%s: 1m -> 1h keeps the counts and waits at most two new windows',
     async (shape) => {
-      const store = await FRESH_STORES[kind]!('window-change');
+      const store = await FRESH_STORES[kind]!('window-change', now);
       const policy = shapes[shape]!;
-      const limiter = new Limiter({ store, policies: { p: policy('1m') }, sweepIntervalMs: 0 });
+      const limiter = new Limiter({ store, policies: { p: policy('1m') }, sweepIntervalMs: 0, now });
       for (let i = 0; i < 6; i++)
         expect((await limiter.consume('p', 'k')).allowed, `request ${i} of 10`).toBe(true);
       limiter.setPolicies({ p: policy('1h') });
@@ -54,4 +56,37 @@ describe.each(Object.keys(FRESH_STORES))('on %s', (kind) => {
       expect(last.resetMs, 'every count is gone within two new windows').toBeLessThanOrEqual(2 * HOUR);
     },
   );
+});
+
+describe.each(Object.keys(FRESH_STORES))('a quantised sliding log on %s', (kind) => {
+  it('whose quantum grows (1s -> 10s) starts afresh, waiting at most its window', async () => {
+    const store = await FRESH_STORES[kind]!('quantum-change');
+    const log = (quantum: '1s' | '10s'): PolicyConfig => ({
+      algorithm: 'sliding-log',
+      limit: 10,
+      window: '1h',
+      quantum,
+    });
+    const limiter = new Limiter({ store, policies: { p: log('1s') }, sweepIntervalMs: 0 });
+    for (let i = 0; i < 6; i++)
+      expect((await limiter.consume('p', 'k')).allowed, `request ${i} of 10`).toBe(true);
+    limiter.setPolicies({ p: log('10s') });
+    const decisions = [];
+    for (let i = 0; i < 11; i++) decisions.push(await limiter.consume('p', 'k'));
+    await limiter.close();
+    await store.close();
+    // Buckets of a second cannot be re-read as buckets of ten: the log forgets them, as a coarser
+    // quantum's buckets read at a finer one have left the window.
+    expect(
+      decisions.map((d) => d.allowed),
+      'a fresh log: 10 of 11',
+    ).toEqual([...Array(10).fill(true), false]);
+    const last = decisions.at(-1)!;
+    expect(last.retryAfterMs, 'a refusal waits at most the window and a quantum').toBeLessThanOrEqual(
+      HOUR + 10_000,
+    );
+    expect(last.resetMs, 'the log empties within the window and a quantum').toBeLessThanOrEqual(
+      HOUR + 10_000,
+    );
+  });
 });
