@@ -15,10 +15,11 @@ const perSecond = POLICIES['per-second']!;
 /** The issue's acceptance bound for every scenario at 20 instances. */
 const DRIFT = { maxAbsDriftPct: 2, goalAbsDriftPct: 0.5 };
 /**
- * The scenarios whose cumulative drift leaves the ±2 % band during the run (after the warm-up)
- * though it ends inside it: mostly while leases held at the instances are a large share of what
- * the exact limiter has admitted so far, and at crash-6x's crash. Reported, not failing (the worst
- * drift fails the run for every other scenario); --strict fails them.
+ * The scenarios whose cumulative drift leaves, or with another seed may leave, the ±2 % band during
+ * the run (after the warm-up) though it ends inside it: mostly while leases held at the instances
+ * are a large share of what the exact limiter has admitted so far, and at crash-6x's crash.
+ * Reported, not failing (the worst drift fails the run for every other scenario); --strict fails
+ * them.
  */
 const WORST_DRIFT = 'open work: the drift over the run (issue 15)';
 /** 5 → 20 → 8 instances. */
@@ -152,7 +153,9 @@ export const SUITE: ScenarioInput[] = [
     durationMs: 30_000,
     balancer: { kind: 'round-robin' },
     traffic: { demand: { shape: 'steady', load: 2 } },
-    expect: { ...DRIFT, worstDriftPending: WORST_DRIFT },
+    // Its quiet instances decide exactly while the bucket is oversubscribed: within -0.3 % over
+    // the run for seeds 1-5 (docs/accuracy.md).
+    expect: DRIFT,
   },
   {
     name: 'per-minute-6x',

@@ -2,9 +2,11 @@
  * Token bucket engine: the lease core (`leasedKey.ts`) on a shared bucket. A lease is a segment
  * of the bucket's tokens that may reach ahead below zero (its tokens exist as the bucket refills,
  * see `src/lease.ts`); an allowance is a share of the level while the bucket is at least half
- * full; `lease: 'exact'` asks the store for every decision.
+ * full; below that, an instance with little demand for the key asks for exactly each request's cost
+ * (`EXACT_BELOW`); `lease: 'exact'` asks the store for every decision.
  */
 import { type AcquireResult, msUntilRoom, type SyncResult } from '../algorithms/tokenBucket.js';
+import { demandPerMs } from '../demand.js';
 import * as lease from '../lease.js';
 import type { TokenBucketRule } from '../policy.js';
 import { tokenBucketAcquire, tokenBucketRelease, tokenBucketSync } from '../stores/tokenBucketOps.js';
@@ -16,10 +18,34 @@ import type { Grant, StoreRequest, SyncParams } from './leaseStrategy.js';
  * Share of the lease horizon leases are sized to while the bucket is oversubscribed. Tokens leased
  * then wait at their instance, on average, half the horizon: a standing stock of about
  * `rate × horizon / 2` that the cluster lags the exact bucket by. 0.4 cut steady-2x's worst drift
- * from -7.8 % to -3.8 % for 0.16 → 0.25 store calls per decision (`npm run sim`); shorter costs
- * calls faster than it gains accuracy, and lets the allowances' overshoot at a saw's rise show.
+ * from -7.8 % to -3.8 % for 0.16 → 0.25 store calls per decision (`npm run sim`); 0.3, with quiet
+ * instances deciding exactly (`EXACT_BELOW`), brought weighted-costs' from -2.7 % to -1.7 % for
+ * 0.72 → 0.76 calls per decision (docs/accuracy.md). Shorter costs the busy instances' leases
+ * (the fleet bench's hot keys) calls faster than it gains accuracy.
  */
-const SATURATED_HORIZON = 0.4;
+const SATURATED_HORIZON = 0.3;
+/**
+ * Oversubscribed, an instance whose demand over the saturated horizon comes to fewer tokens than
+ * this decides exactly: it asks the store for the cost at hand and holds nothing it has not spent.
+ * A lease of two at such an instance strands its second token until the instance's next request
+ * (100 ms at steady-2x's 10 requests per second), while peers are refused: about ten tokens over
+ * twenty instances, -3.5 % a few seconds in. Exactly decided, a refusal is remembered until the
+ * store's retry time, as a leased one is. Busier instances spend what they lease within a few ms
+ * and keep leasing (the fleet bench's hot keys at hundreds of requests per second per instance).
+ */
+const EXACT_BELOW = 2.25;
+/**
+ * Share of the lease horizon's demand a lease covers while the bucket is at least half full, in a
+ * fleet known to have more than one instance (one instance holds one lease at most, 10 % of the
+ * burst; the fleet is not known before the first heartbeat's answer). The store
+ * grants such a lease instead of an allowance only to an instance whose demand over the horizon
+ * exceeds its share of the level, and refills behind it up to the burst: the tokens a fleet holds
+ * are then capacity on top of the burst, admitted when demand rises past the limit (saw: about 40
+ * held at the end of each quiet phase). With quiet instances deciding exactly, saw's
+ * under-admission no longer hides that: it ended at +2.0 % (worst +2.1 %) with the whole horizon,
+ * +1.3 % (+1.5 %) with 0.8; 0.5 gave +0.2 % (+0.7 %) but near-limit 0.57 → 0.84 calls per decision.
+ */
+const FAR_HORIZON = 0.8;
 /**
  * Below this share of the burst after the instance's last grant, the bucket counts as
  * oversubscribed: the store grants no allowances there (`allowanceFrom`), the fleet leases, and
@@ -104,18 +130,44 @@ class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
     return { op: tokenBucketRelease, req: { rate, periodMs, burst, tokens } };
   }
 
-  cap(): number {
+  cap(now: number): number {
+    if (this.#decidesExactly(now)) return 0;
+    if (!this.#oversubscribed()) return this.#farCap(now);
     // Oversubscribed, one lease at a time: tokens fetched while some are still held would wait here
     // for this instance's requests while peers are refused (for a lease of 1 or 2, "a quarter
     // left" is the whole of what is left).
     const holding = this.slice !== undefined && lease.unused(this.slice.segments) >= 1;
-    return holding && this.#oversubscribed() ? 0 : this.rule.maxLease;
+    return holding ? 0 : this.rule.maxLease;
   }
 
   horizon(): number {
     // Every token held here waits for this instance's next requests while peers are refused
     // (docs/accuracy.md). Sized to a shorter horizon, less of the refill waits.
     return this.#oversubscribed() ? this.rule.horizonMs * SATURATED_HORIZON : this.rule.horizonMs;
+  }
+
+  /**
+   * Far from empty, in a fleet, a lease covers `FAR_HORIZON` of the horizon's demand (at least 1:
+   * whether the instance expects the key again soon is still counted over the whole horizon).
+   */
+  #farCap(now: number): number {
+    const { rule } = this;
+    if (this.ctx.fleet() <= 1) return rule.maxLease;
+    const demand = Math.ceil(demandPerMs(this, now) * rule.horizonMs * FAR_HORIZON);
+    return Math.min(rule.maxLease, Math.max(1, demand));
+  }
+
+  /**
+   * Whether this instance asks for exactly the cost at hand (`EXACT_BELOW`). Decided afresh at every
+   * call, without hysteresis: an instance that stayed exact until the level was back at 3/4 of the
+   * burst, or its demand doubled, made near-limit 0.84 → 0.96 calls per decision and retry-honour's
+   * worst drift -1.6 → -2.0 % (measured with `FAR_HORIZON` 0.5). Switching costs nothing: a lease
+   * and an exact decision are one call each.
+   */
+  #decidesExactly(now: number): boolean {
+    return (
+      this.#oversubscribed() && demandPerMs(this, now) * this.rule.horizonMs * SATURATED_HORIZON < EXACT_BELOW
+    );
   }
 
   #oversubscribed(): boolean {

@@ -166,12 +166,13 @@ describe('npm run sim', () => {
   });
 
   it('checks the worst drift over the run against the drift target, after the warm-up', async () => {
-    // steady-2x ends within 2 % but dips below -2 % early in the run.
-    const steady = SUITE.find((s) => s.name === 'steady-2x')!;
-    const { worstDriftPending: _, ...expect2 } = steady.expect!;
+    // retry-honour with seed 5 ends within 2 % but dips below -2 % early in the run (with the
+    // suite's own seed it stays within; docs/accuracy.md gives the range over seeds 1-5).
+    const retry = SUITE.find((s) => s.name === 'retry-honour')!;
+    const { worstDriftPending: _, ...expect2 } = retry.expect!;
     const failing = await simInProcess([
       '--replay',
-      JSON.stringify({ ...steady, expect: expect2 }),
+      JSON.stringify({ ...retry, seed: 5, expect: expect2 }),
       '--json',
     ]);
     expect(failing.code, 'a worst drift outside the target fails the run').toBe(1);
@@ -186,12 +187,13 @@ describe('npm run sim', () => {
     expect(worst.detail).toMatch(
       /after the warm-up \(until the exact limiter has admitted 10 % of its total\)/,
     );
-    const suite = await simInProcess(['--scenario', 'steady-2x']);
+    const selected = ['--scenario', 'retry-honour', '--seed', '5'];
+    const suite = await simInProcess(selected);
     expect(suite.code, 'in the suite it is a pending target').toBe(0);
     expect(suite.stdout).toMatch(
-      /✗ steady-2x: worst drift: .* \[target of open work: the drift over the run/,
+      /✗ retry-honour: worst drift: .* \[target of open work: the drift over the run/,
     );
-    expect((await simInProcess(['--scenario', 'steady-2x', '--strict'])).code).toBe(1);
+    expect((await simInProcess([...selected, '--strict'])).code).toBe(1);
   });
 
   it('selects scenarios by prefix with a trailing *', async () => {

@@ -7,7 +7,8 @@ import { closedAfterEach } from '../support/closedAfterEach.js';
  * from"): each token an instance leases waits there for its next requests while peers are refused,
  * so the fleet lags the exact bucket by about rate × horizon / 2. Oversubscribed (below half the
  * burst after the instance's last grant), leases cover a shorter horizon and an instance holds one
- * at a time; far from empty they keep the configured horizon.
+ * at a time (a quiet one holds none: test/unit/quietInstancesExact.test.ts); far from empty they
+ * keep the configured horizon (80 % of it in a fleet known to have more than one instance).
  */
 const POLICY: TokenBucketPolicy = { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 };
 
@@ -68,15 +69,15 @@ describe('token-bucket lease sizes', () => {
     expect(Math.max(...wants), '20/s over 500 ms').toBeGreaterThanOrEqual(9);
   });
 
-  it('cover 200 ms of demand while peers keep the bucket below zero', async () => {
+  it('cover 150 ms of demand while peers keep the bucket below zero', async () => {
     const wants = await run(true);
     // The first leases are slow start while the peer drains the burst.
     const late = wants.slice(-3);
     expect(late.length, 'the tested instance kept leasing').toBe(3);
-    expect(Math.max(...late), '20/s over 200 ms').toBeLessThanOrEqual(4);
+    expect(Math.max(...late), '20/s over 150 ms').toBeLessThanOrEqual(3);
   });
 
-  it('cover 200 ms of demand below half the burst, though nowhere near zero', async () => {
+  it('cover 150 ms of demand below half the burst, though nowhere near zero', async () => {
     // No refill to speak of: after a peer took 50 tokens, the level only falls, from 50 less what
     // the peer holds.
     const slow: TokenBucketPolicy = { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 100 };
@@ -86,7 +87,7 @@ describe('token-bucket lease sizes', () => {
     while (taken < 50) if ((await peer.consume('p', 'k')).allowed) taken++;
     // 20/s for 1.5 s: 30 tokens, the level stays above zero.
     for (; ms < 1500; ms += 50) expect((await tested.consume('p', 'k')).allowed).toBe(true);
-    expect(Math.max(...wants.slice(-3)), '20/s over 200 ms').toBeLessThanOrEqual(4);
+    expect(Math.max(...wants.slice(-3)), '20/s over 150 ms').toBeLessThanOrEqual(3);
   });
 
   it('are one at a time while the bucket is oversubscribed', async () => {
