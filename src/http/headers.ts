@@ -138,9 +138,10 @@ function list(states: readonly RuleState[], item: (s: RuleState) => string): str
   return out;
 }
 
-/** Draft-10 `RateLimit` item: the rule's name and what is left. */
+/** Draft-10 `RateLimit` item: the rule's name and what is left (one template: every request's). */
 function serviceItem(s: RuleState): string {
-  return `${sfString(s.name)};${serviceLimit(s)}`;
+  const name = sfString(s.name);
+  return s.resetSeconds === undefined ? `${name};r=${r(s)}` : `${name};r=${r(s)};t=${s.resetSeconds}`;
 }
 
 function serviceLimit(s: RuleState, separator = ';'): string {
