@@ -38,22 +38,33 @@ const SECTIONS: Record<string, (ctx: BenchContext) => Promise<BenchOutput>> = {
   memory: runMemory,
 };
 
-const { values } = parseArgs({
-  options: {
-    quick: { type: 'boolean', default: false },
-    smoke: { type: 'boolean', default: false },
-    write: { type: 'boolean', default: false },
-    only: { type: 'string' },
-    case: { type: 'string' },
-    'no-pin': { type: 'boolean', default: false },
-    'redis-url': { type: 'string' },
-  },
-});
+function args() {
+  try {
+    return parseArgs({
+      options: {
+        quick: { type: 'boolean', default: false },
+        smoke: { type: 'boolean', default: false },
+        write: { type: 'boolean', default: false },
+        only: { type: 'string' },
+        case: { type: 'string' },
+        'no-pin': { type: 'boolean', default: false },
+        'redis-url': { type: 'string' },
+      },
+    });
+  } catch (err) {
+    // A mistyped flag says so in one line, not in parseArgs' stack trace.
+    console.error(`bench: ${(err as Error).message}; see the usage at the top of bench/run.ts`);
+    process.exit(2);
+  }
+}
+const { values } = args();
 const profile = PROFILES[values.smoke ? 'smoke' : values.quick ? 'quick' : 'full'];
 const only = (values.case ?? values.only)?.split(',') ?? Object.keys(SECTIONS);
 for (const name of only) {
-  if (!(name in SECTIONS))
-    throw new Error(`unknown section ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
+  if (!(name in SECTIONS)) {
+    console.error(`bench: unknown case ${name}; known: ${Object.keys(SECTIONS).join(', ')}`);
+    process.exit(2);
+  }
 }
 
 function packageVersion(name: string): string {

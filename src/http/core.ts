@@ -383,6 +383,7 @@ export class RateLimitCore<Req> {
       };
     }
     this.#hide = compileHide(o.hideRemaining);
+    checkOptionTypes(o);
     const cost = o.cost;
     if (
       cost !== undefined &&
@@ -926,6 +927,37 @@ function primary(results: readonly RuleResult[]): RuleResult | undefined {
   let chosen: RuleResult | undefined;
   for (const r of results) if (chosen === undefined || reported(r, chosen)) chosen = r;
   return chosen;
+}
+
+/** Options read per request: a wrong type is refused here, not failed on every request. */
+function checkOptionTypes<Req>(o: RateLimitOptions<Req>): void {
+  for (const name of ['legacyHeaders', 'passOnStoreError'] as const) {
+    const value = o[name];
+    if (value !== undefined && typeof value !== 'boolean') {
+      throw new ConfigError(name, `expected true or false, got ${shown(value)}`);
+    }
+  }
+  const functions = [
+    'keyGenerator',
+    'skip',
+    'user',
+    'onExceeding',
+    'onExceeded',
+    'onShadowExceeded',
+    'onError',
+  ];
+  for (const name of functions as (keyof RateLimitOptions<Req>)[]) {
+    const value = o[name];
+    if (value !== undefined && typeof value !== 'function') {
+      throw new ConfigError(name, `expected a function, got ${shown(value)}`);
+    }
+  }
+  if (o.message !== undefined && typeof o.message !== 'string' && typeof o.message !== 'function') {
+    throw new ConfigError(
+      'message',
+      `expected a string or a function of the request, got ${shown(o.message)}`,
+    );
+  }
 }
 
 function compileHide<Req>(

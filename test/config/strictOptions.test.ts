@@ -322,3 +322,30 @@ describe('rateLimit options (node:http)', () => {
     await limiter.close();
   });
 });
+
+describe('rateLimit options of the wrong type (all adapters share the core)', () => {
+  it.each([
+    ['legacyHeaders', 'yes'],
+    ['passOnStoreError', 1],
+    ['keyGenerator', 'ip'],
+    ['skip', true],
+    ['user', 'id'],
+    ['onExceeding', {}],
+    ['onExceeded', 'log'],
+    ['onShadowExceeded', 1],
+    ['onError', 'warn'],
+    ['message', 5],
+    ['message', { error: 'slow down' }],
+  ])(
+    '%s: %o is a ConfigError naming it, at creation (it failed or was ignored on every request)',
+    async (field, value) => {
+      const limiter = new Limiter({ policies: { 'per-client': { algorithm: 'token-bucket', rate: 10 } } });
+      const err = rejection(() =>
+        rateLimit({ limiter, rules: [{ policy: 'per-client' }], [field]: value } as never),
+      );
+      expect(err).toBeInstanceOf(ConfigError);
+      expect(err.field).toBe(field);
+      await limiter.close();
+    },
+  );
+});
