@@ -183,7 +183,7 @@ const NATIVE_OPTIONS = [
 ];
 
 /**
- * Express 5 middleware. Express itself is never imported: this module only shapes its types.
+ * Express 4 or 5 middleware. Express itself is never imported: this module only shapes its types.
  *
  * With a `limiter`, it applies `rules` from it. Without one it is express-rate-limit: the same
  * options and defaults (`windowMs`, `limit`, `message`, `legacyHeaders`, …) on a fixed-window

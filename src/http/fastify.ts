@@ -85,7 +85,7 @@ declare module 'fastify' {
 const HOOKS: readonly RateLimitHook[] = ['onRequest', 'preValidation', 'preHandler'];
 
 /**
- * Fastify 5 plugin. Register it before the routes: it hooks each route as it is added, so routes
+ * Fastify 4 or 5 plugin. Register it before the routes: it hooks each route as it is added, so routes
  * added earlier and the not-found handler are not limited. Per route, `config: { rateLimit: false }`
  * turns it off and `config: { rateLimit: { … } }` overrides options (rules, cost, hook, …).
  *
