@@ -190,7 +190,9 @@ describe('Redis Cluster faults', () => {
 
     expect(samples.filter((s) => s.error !== undefined).map((s) => String(s.error))).toEqual([]);
     expect(resumed(), 'every instance leases from the promoted replica').toBe(true);
-    const outage = samples.filter((s) => s.at > killedAt + 100 && s.at < stillDownAt);
+    // Until the survivor's view shows the promotion: the replica may already answer in the last
+    // moments before (the view spreads by gossip), so those are left out.
+    const outage = samples.filter((s) => s.at > killedAt + 100 && s.at < stillDownAt - 500);
     expect(outage.filter((s) => s.key === hot && s.decision?.source === 'store')).toEqual([]);
     // Breakers are per Cluster node: no instance's breaker of a healthy master opened (that would
     // take 3 failures in a row at that instance and then decide a whole cool-down's requests by the
