@@ -141,15 +141,12 @@ function routeHandler(o: FastifyOptions, pattern: string): onRequestHookHandler 
     // The route's pattern is known here; `request.routeOptions` builds a new object per read.
     (request) => viewOf(request, pattern),
   );
-  const apply = (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    outcome: Outcome,
-  ): FastifyReply | undefined => {
+  /** Applies the outcome; true when it sent a refusal (the route must not run). */
+  const apply = (request: FastifyRequest, reply: FastifyReply, outcome: Outcome): boolean => {
     request.rateLimit = outcome.info;
     // Pairs read by index: destructuring them goes through the iterator protocol.
     for (const header of outcome.headers) reply.header(header[0], header[1]);
-    if (outcome.action === 'next') return undefined;
+    if (outcome.action === 'next') return false;
     reply.code(outcome.status);
     if (o.errorResponseBuilder) {
       const context: ErrorResponseContext = {
@@ -167,14 +164,16 @@ function routeHandler(o: FastifyOptions, pattern: string): onRequestHookHandler 
     } else {
       reply.type(outcome.contentType).send(JSON.stringify(outcome.body));
     }
-    return reply;
+    return true;
   };
   // A callback hook, not an async one: a request admitted on a lease hit goes on in this turn,
-  // with no promise for Fastify to wait for. A refusal is sent, and `done` not called.
+  // with no promise for Fastify to wait for. A refusal is sent, and `done` not called. A boolean,
+  // not the reply: a reply is a thenable, and a promise resolved with it would wait for the
+  // response to end and then resolve with nothing, as if the request had been admitted.
   return (request, reply, done) => {
-    const applied = core.checkThen(request, (outcome) => apply(request, reply, outcome));
-    if (applied === undefined) done();
-    else if (applied instanceof Promise) applied.then((sent) => sent === undefined && done(), done);
+    const refused = core.checkThen(request, (outcome) => apply(request, reply, outcome));
+    if (refused === false) done();
+    else if (refused !== true) refused.then((sent) => sent || done(), done);
   };
 }
 

@@ -104,6 +104,31 @@ describe('decided in the turn the request came in, on a lease hit', () => {
     expectLeaseHitsInTurn(seen);
   });
 
+  it('Fastify: a refusal that waited for the store does not run the route after its 429', async () => {
+    const app = Fastify();
+    const l = new Limiter({
+      store: new MemoryStore(),
+      policies: { one: { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 1 } },
+    });
+    limiters.push(l);
+    await app.register(rateLimitPlugin, { limiter: l, rules: [{ policy: 'one' }] });
+    let ran = 0;
+    app.get('/', async () => {
+      ran++;
+      return 'ok';
+    });
+    const replies = [];
+    for (let i = 0; i < 3; i++) replies.push(await app.inject({ url: '/' }));
+    // The second is refused by the store (its lease of one was spent), the third by what it learnt.
+    expect(replies.map((r) => r.statusCode)).toEqual([200, 429, 429]);
+    expect(replies.slice(1).map((r) => r.json())).toEqual([
+      expect.objectContaining({ error: 'rate_limited' }),
+      expect.objectContaining({ error: 'rate_limited' }),
+    ]);
+    expect(ran, 'the route ran for the admitted request only').toBe(1);
+    await app.close();
+  });
+
   it('Fastify: a callback hook that lets the route run, and refuses with a sent reply', async () => {
     const app = Fastify();
     const l = new Limiter({
