@@ -58,7 +58,15 @@ export class StoreTimeoutError extends TokenleaseError {
  * nothing it would have taken is lost.
  */
 export class StoreUnavailableError extends TokenleaseError {
-  constructor(message: string, cause?: unknown) {
+  /**
+   * @param reachedStore Redis answered, refusing the call (OOM, READONLY, ...): a round trip was
+   *   waited for, unlike a call never sent.
+   */
+  constructor(
+    message: string,
+    cause?: unknown,
+    readonly reachedStore = false,
+  ) {
     super('ERR_TOKENLEASE_STORE_UNAVAILABLE', message, { cause });
   }
 }

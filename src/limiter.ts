@@ -995,7 +995,7 @@ export class Limiter {
     } catch (err) {
       // The store failed or is suspended: the rule's fail policy decides (docs/operations.md).
       if (!(err instanceof TokenleaseError) || !err.code.startsWith('ERR_TOKENLEASE_STORE')) throw err;
-      const waited = !(err instanceof StoreUnavailableError);
+      const waited = !(err instanceof StoreUnavailableError) || err.reachedStore;
       if (!waited) this.#stats.localDecisions++;
       const consumed = this.#failover.decide(rule, key, state.storageKey, cost);
       const { decision } = consumed;

@@ -230,7 +230,7 @@ const REFUSED_COMMAND = /^(OOM|READONLY|MISCONF|NOREPLICAS|LOADING|BUSY|MASTERDO
 
 /** A call Redis refused without running it: nothing it would have taken or given back is lost. */
 function refused(reply: string, cause?: unknown): StoreUnavailableError {
-  return new StoreUnavailableError(`Redis refused the call without running it: ${reply}`, cause);
+  return new StoreUnavailableError(`Redis refused the call without running it: ${reply}`, cause, true);
 }
 
 /**

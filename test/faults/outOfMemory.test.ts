@@ -118,4 +118,20 @@ describe('Redis out of memory (noeviction)', () => {
     await store.close();
     expectCharged(after, 'every admission reported');
   });
+
+  it('a decision that waited for an OOM refusal is not counted as local (stats().localDecisions)', async () => {
+    const exact = { ...bucket, lease: 'exact' } as const;
+    const { store, limiter } = await limiterHolding(exact as never);
+    await limiter.consume('p', 'k0');
+    await outOfMemory();
+    const before = limiter.stats().localDecisions;
+    // Two, below the breaker's three failures in a row: each went to Redis and was refused there.
+    const decisions = [await limiter.consume('p', 'k0'), await limiter.consume('p', 'k1')];
+    const counted = limiter.stats().localDecisions - before;
+    await memoryFreed();
+    await limiter.close();
+    await store.close();
+    expect(decisions.map((d) => d.source)).toEqual(['fallback', 'fallback']);
+    expect(counted, 'they waited for a round trip').toBe(0);
+  });
 });
