@@ -85,7 +85,7 @@ export function rateLimitHeaders(
           .join(', '),
       ]);
       if (shown.length > 0) {
-        out.push(['RateLimit', shown.map((s) => `${sfString(s.name)}; ${serviceLimit(s, '; ')}`).join(', ')]);
+        out.push(['RateLimit', shown.map((s) => serviceEntry(s, '; ')).join(', ')]);
       }
       break;
     case 'draft-7':
@@ -138,15 +138,18 @@ function list(states: readonly RuleState[], item: (s: RuleState) => string): str
   return out;
 }
 
-/** Draft-10 `RateLimit` item: the rule's name and what is left (one template: every request's). */
-function serviceItem(s: RuleState): string {
+/**
+ * A `RateLimit` item of draft 10 (`separator` ';') or 8 ('; '): the rule's name and what is left, in
+ * one template (draft 10's is built on every request).
+ */
+function serviceEntry(s: RuleState, separator: string): string {
   const name = sfString(s.name);
-  return s.resetSeconds === undefined ? `${name};r=${r(s)}` : `${name};r=${r(s)};t=${s.resetSeconds}`;
+  return s.resetSeconds === undefined
+    ? `${name}${separator}r=${r(s)}`
+    : `${name}${separator}r=${r(s)}${separator}t=${s.resetSeconds}`;
 }
 
-function serviceLimit(s: RuleState, separator = ';'): string {
-  return s.resetSeconds === undefined ? `r=${r(s)}` : `r=${r(s)}${separator}t=${s.resetSeconds}`;
-}
+const serviceItem = (s: RuleState) => serviceEntry(s, ';');
 
 const q = (s: RuleState) => Math.floor(s.limit);
 
