@@ -335,7 +335,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** The key of `Limiter`'s one-rule consume that may answer synchronously (see there). */
+/** The key of `Limiter`'s `consume` that may answer synchronously (see there). */
 export const consumeNow: unique symbol = Symbol('tokenlease.consumeNow');
 /** The key of `Limiter`'s `describe(policy)` for the HTTP adapters' headers (see there). */
 export const headerFacts: unique symbol = Symbol('tokenlease.headerFacts');

@@ -297,7 +297,7 @@ export class RateLimitCore<Req> {
    */
   readonly #consumeOne: (policy: string, key: string, cost: number) => Decision | Promise<Decision>;
   readonly #consumeChecks: (checks: readonly Check[]) => Decision | Promise<Decision>;
-  /** The limiter's `describe(policy).windowSeconds`, with no object per call from a tokenlease one. */
+  /** The limiter's `describe(policy)` window and how it resets, with no object per call from a tokenlease one. */
   readonly #factsOf: (policy: string) => HeaderFacts;
   #lastIp = { ipKey: '', part: '' };
   #lastRoute: { method: string; pattern: string | undefined; path: string; route: string } = {
@@ -319,18 +319,18 @@ export class RateLimitCore<Req> {
     // A limiter that does not say (not a tokenlease one) is taken to have observers.
     this.#observed = o.limiter.observesDecisions !== false;
     const limiter = o.limiter;
-    this.#consumeOne =
-      typeof limiter[consumeNow] === 'function'
-        ? (policy, key, cost) => limiter[consumeNow](policy, key, cost)
-        : (policy, key, cost) => limiter.consume(policy, key, cost);
-    this.#consumeChecks =
-      typeof limiter[consumeNow] === 'function'
-        ? (checks) => limiter[consumeNow](checks)
-        : (checks) => limiter.consume(checks);
-    this.#factsOf =
-      typeof limiter[headerFacts] === 'function'
-        ? (policy) => limiter[headerFacts](policy)
-        : (policy) => ({ windowSeconds: limiter.describe(policy).windowSeconds, resetsAtEnd: false });
+    if (typeof limiter[consumeNow] === 'function' && typeof limiter[headerFacts] === 'function') {
+      this.#consumeOne = (policy, key, cost) => limiter[consumeNow](policy, key, cost);
+      this.#consumeChecks = (checks) => limiter[consumeNow](checks);
+      this.#factsOf = (policy) => limiter[headerFacts](policy);
+    } else {
+      this.#consumeOne = (policy, key, cost) => limiter.consume(policy, key, cost);
+      this.#consumeChecks = (checks) => limiter.consume(checks);
+      this.#factsOf = (policy) => ({
+        windowSeconds: limiter.describe(policy).windowSeconds,
+        resetsAtEnd: false,
+      });
+    }
     this.#ip = new ClientIp({ trustProxy: o.trustProxy, ipv6Subnet: o.ipv6Subnet });
     this.#standard = standardHeadersOption(o.standardHeaders, 'draft-10');
     this.#headerOptions = {
