@@ -224,9 +224,12 @@ function notSent(err: unknown): boolean {
  * for (NOREPLICAS), and only its first: once a script has written, Redis lets it finish. So a batch
  * operation failing so wrote nothing, and nor did those before it in the batch.
  */
-const REFUSED_WRITE = /^(OOM|READONLY|MISCONF|NOREPLICAS) /;
-/** Replies refusing a whole command before it runs, besides the refused writes. */
-const REFUSED_COMMAND = /^(OOM|READONLY|MISCONF|NOREPLICAS|LOADING|BUSY|MASTERDOWN|NOAUTH|NOPERM) /;
+const WRITE_REFUSALS = ['OOM', 'READONLY', 'MISCONF', 'NOREPLICAS'];
+const REFUSED_WRITE = new RegExp(`^(${WRITE_REFUSALS.join('|')}) `);
+/** Replies refusing a whole command before it runs: the refused writes and these. */
+const REFUSED_COMMAND = new RegExp(
+  `^(${[...WRITE_REFUSALS, 'LOADING', 'BUSY', 'MASTERDOWN', 'NOAUTH', 'NOPERM'].join('|')}) `,
+);
 
 /** A call Redis refused without running it: nothing it would have taken or given back is lost. */
 function refused(reply: string, cause?: unknown): StoreUnavailableError {
