@@ -60,6 +60,18 @@ async function throughNode(limit: NodeRateLimit): Promise<Seen[]> {
   return seen;
 }
 
+/** A Fastify app with the plugin over one bucket of `burst` that does not refill during a test. */
+async function fastifyWith(burst: number) {
+  const app = Fastify();
+  const l = new Limiter({
+    store: new MemoryStore(),
+    policies: { one: { algorithm: 'token-bucket', rate: 1, period: '1h', burst } },
+  });
+  limiters.push(l);
+  await app.register(rateLimitPlugin, { limiter: l, rules: [{ policy: 'one' }] });
+  return app;
+}
+
 describe('decided in the turn the request came in, on a lease hit', () => {
   it('node:http: the headers are on the response before the returned promise is awaited', async () => {
     const limit = rateLimit({ limiter: limiter(), rules: [{ policy: 'per-client', by: 'ip' }] });
@@ -105,13 +117,7 @@ describe('decided in the turn the request came in, on a lease hit', () => {
   });
 
   it('Fastify: a refusal that waited for the store does not run the route after its 429', async () => {
-    const app = Fastify();
-    const l = new Limiter({
-      store: new MemoryStore(),
-      policies: { one: { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 1 } },
-    });
-    limiters.push(l);
-    await app.register(rateLimitPlugin, { limiter: l, rules: [{ policy: 'one' }] });
+    const app = await fastifyWith(1);
     let ran = 0;
     app.get('/', async () => {
       ran++;
@@ -130,13 +136,7 @@ describe('decided in the turn the request came in, on a lease hit', () => {
   });
 
   it('Fastify: a callback hook that lets the route run, and refuses with a sent reply', async () => {
-    const app = Fastify();
-    const l = new Limiter({
-      store: new MemoryStore(),
-      policies: { one: { algorithm: 'token-bucket', rate: 1, period: '1h', burst: 2 } },
-    });
-    limiters.push(l);
-    await app.register(rateLimitPlugin, { limiter: l, rules: [{ policy: 'one' }] });
+    const app = await fastifyWith(2);
     app.get('/', async () => 'ok');
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await app.inject({ url: '/' })).statusCode);
