@@ -64,7 +64,14 @@ class ConcurrencyKey extends LeaseHolder<ConcurrencyRule, Grant> {
     for (let attempt = 0; ; attempt++) {
       if (this.#free.length >= cost) return this.#hold(attempt, cost, this.#free.splice(0, cost));
       if (attempt === MAX_ATTEMPTS) return this.#refused(attempt, cost, 1);
-      const grant = await this.#acquire(cost - this.#free.length);
+      const acquired = this.#acquire(cost - this.#free.length);
+      this.waiting += cost;
+      let grant: Grant;
+      try {
+        grant = await acquired;
+      } finally {
+        this.waiting -= cost;
+      }
       if (grant.granted === 0 && this.#free.length < cost) {
         return this.#refused(attempt + 1, cost, grant.sentAt + grant.retryMs - ctx.now());
       }
@@ -78,7 +85,7 @@ class ConcurrencyKey extends LeaseHolder<ConcurrencyRule, Grant> {
 
   #ask(min: number): Promise<Grant> {
     const { ctx, rule } = this;
-    const want = rule.exact ? min : Math.max(min, this.nextLease(this.#cap()));
+    const want = rule.exact ? min : Math.max(min + this.waiting, this.nextLease(this.#cap()));
     const owner = ctx.nextId();
     const request = { limit: rule.limit, want, min, ttlMs: rule.slotTtlMs, owner, first: 0 };
     const sentAt = ctx.now();

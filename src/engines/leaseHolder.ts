@@ -5,7 +5,8 @@
  *
  * - **Single-flight acquisition:** one store call per key in flight; concurrent misses share it,
  *   and `close()` waits for it.
- * - **Slow start:** each lease doubles the last one granted, from 1 for a key without history.
+ * - **Slow start:** each lease doubles the last one granted, from 1 for a key without history;
+ *   requests already waiting are asked for in full (`waiting`).
  * - **Grants:** counted and told to observers; one that lands on a state the LRU dropped while
  *   the call was in flight is handed back once the requests that waited for it took their share.
  * - **Decisions:** limit, remaining (clamped to 0..limit) and retry time in one shape.
@@ -26,6 +27,16 @@ export abstract class LeaseHolder<R extends Rule, Acquired> implements KeyState 
   protected inflight: Promise<Acquired> | undefined;
   /** Size of the last lease granted, which slow start doubles. */
   protected lastGrant = 0;
+  /**
+   * The cost of the requests waiting on the acquisition in flight, each counted until its own
+   * continuation resumes (not in a callback of the acquisition: those all run before the first
+   * waiter retries, and the retry would see none of the others). The next acquisition asks
+   * for all of it whatever slow start says: it is demand already here, spent the moment the grant
+   * lands, not a forecast that could leave units idle. Sized by slow start alone, a burst of
+   * simultaneous requests (a new key, a cold start) got 1, 2, 4 … units per round trip, and all
+   * but 255 were refused once they had waited `MAX_ATTEMPTS` rounds, with the limit far away.
+   */
+  protected waiting = 0;
 
   constructor(
     protected readonly ctx: EngineContext,

@@ -302,7 +302,12 @@ export abstract class LeasedKey<Res>
         acquired.catch(() => {});
         throw new StoreUnavailableError('Store calls for this key are suspended');
       }
-      await acquired;
+      this.waiting += cost;
+      try {
+        await acquired;
+      } finally {
+        this.waiting -= cost;
+      }
     }
   }
 
@@ -385,7 +390,7 @@ export abstract class LeasedKey<Res>
   #sync(min: number, options: RunOptions, handBack: boolean): Promise<void> {
     const { ctx } = this;
     const sentAt = ctx.now();
-    const want = min === 0 ? 0 : Math.max(min, this.#extra(sentAt));
+    const want = min === 0 ? 0 : Math.max(min + this.waiting, this.#extra(sentAt));
     const fleet = ctx.fleet();
     const used = this.unreported;
     this.unreported = 0;
