@@ -900,6 +900,9 @@ export class Limiter {
     this.#closing ??= (async () => {
       clearInterval(this.#timer);
       this.#closingStore.closing();
+      // What close hands back goes to the store at once: its batches bound what is in flight, and
+      // 32 at a time could not hand a long tail of keys back within closeTimeoutMs.
+      this.#shared.gate.concurrency = Number.POSITIVE_INFINITY;
       await this.#settle();
       this.#table.clear(); // dispose returns each state's unused tokens
       await this.#settle();
