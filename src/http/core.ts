@@ -413,7 +413,7 @@ export class RateLimitCore<Req> {
    * `skip`, `user`, allow/deny functions); store failures become an outcome.
    */
   check(req: Req): Promise<Outcome> {
-    const outcome = this.checkThen(req, unchanged);
+    const outcome = this.checkThen(req, unchanged, undefined);
     return outcome instanceof Promise ? outcome : Promise.resolve(outcome);
   }
 
@@ -422,18 +422,19 @@ export class RateLimitCore<Req> {
    * deny-listed client): the adapters apply the outcome in the callback that receives the
    * limiter's answer, with no promise or turn of the microtask queue per request of their own.
    * Returns what `then` returns, or its promise when something was waited for; rejects (never
-   * throws) when a callback of the options or `then` throws.
+   * throws) when a callback of the options or `then` throws. `then` is given the request and
+   * `ctx` (the response) back, so that an adapter's is one function, not a closure per request.
    */
-  checkThen<T>(req: Req, then: (outcome: Outcome) => T): T | Promise<T> {
-    if (this.#awaits) return this.#checkAwaiting(req).then(then);
+  checkThen<T, C>(req: Req, then: Then<Req, C, T>, ctx: C): T | Promise<T> {
+    if (this.#awaits) return this.#checkAwaiting(req).then((outcome) => then(outcome, req, ctx));
     // Nothing to wait for but perhaps the client key: no promise but the limiter's, when it is sync.
     try {
       const view = this.#view(req);
       const custom = this.#o.keyGenerator?.(req);
       if (isThenable(custom)) {
-        return Promise.resolve(custom).then((c) => this.#identified(req, view, c, then));
+        return Promise.resolve(custom).then((c) => this.#identified(req, view, c, then, ctx));
       }
-      return this.#identified(req, view, custom, then);
+      return this.#identified(req, view, custom, then, ctx);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -456,22 +457,23 @@ export class RateLimitCore<Req> {
     const ids = set === seen ? provisional : this.#identify(view, set, custom);
     if (denyFn || this.#denied(set, ids)) return this.#forbidden();
     if (allowFn) return NOTHING;
-    return this.#decide({ req, view, set, ids, user, cost }, unchanged);
+    return this.#decide({ req, view, set, ids, user, cost }, unchanged, undefined);
   }
 
   /** `check` once the client key is known, with nothing to wait for before the limiter. */
-  #identified<T>(
+  #identified<T, C>(
     req: Req,
     view: RequestView,
     custom: string | number | undefined,
-    then: (outcome: Outcome) => T,
+    then: Then<Req, C, T>,
+    ctx: C,
   ): T | Promise<T> {
     const user = this.#o.user?.(req);
     const set = this.#ruleSet();
     const ids = this.#identify(view, set, custom);
     const cost = this.#cost(req);
-    if (this.#denied(set, ids)) return then(this.#forbidden());
-    return this.#decide({ req, view, set, ids, user, cost }, then);
+    if (this.#denied(set, ids)) return then(this.#forbidden(), req, ctx);
+    return this.#decide({ req, view, set, ids, user, cost }, then, ctx);
   }
 
   /**
@@ -530,9 +532,10 @@ export class RateLimitCore<Req> {
   }
 
   /** The limiter's answer for a client that is not deny-listed (nor allowed by a function). */
-  #decide<T>(asked: Asked<Req>, then: (outcome: Outcome) => T): T | Promise<T> {
+  #decide<T, C>(asked: Asked<Req>, then: Then<Req, C, T>, ctx: C): T | Promise<T> {
     const { req, view, set, ids } = asked;
-    if ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids)) return then(NOTHING);
+    if ((set.allow.size > 0 || this.#allow.size > 0) && this.#allowed(set, ids))
+      return then(NOTHING, req, ctx);
     let plan: Plan<Req>;
     let decided: Decision | Promise<Decision> | undefined;
     try {
@@ -545,12 +548,14 @@ export class RateLimitCore<Req> {
         decided = this.#consumeOne(only.policy, only.key, only.cost);
       } else if (enforced > 0) decided = this.#consumeChecks(checksOf(plan, true));
     } catch (err) {
-      return then(this.#failed(err, req));
+      return then(this.#failed(err, req), req, ctx);
     }
-    if (!(decided instanceof Promise)) return settle(this.#shadowed(req, view, ids, plan, decided), then);
+    if (!(decided instanceof Promise)) {
+      return settle(this.#shadowed(req, view, ids, plan, decided), then, req, ctx);
+    }
     return decided.then(
-      (decision) => settle(this.#shadowed(req, view, ids, plan, decision), then),
-      (err: unknown) => then(this.#failed(err, req)),
+      (decision) => settle(this.#shadowed(req, view, ids, plan, decision), then, req, ctx),
+      (err: unknown) => then(this.#failed(err, req), req, ctx),
     );
   }
 
@@ -859,11 +864,19 @@ export class RateLimitCore<Req> {
   }
 }
 
+/** What an adapter does with an outcome: `checkThen`'s `then`, given the request and its `ctx` back. */
+export type Then<Req, C, T> = (outcome: Outcome, req: Req, ctx: C) => T;
+
 const unchanged = (outcome: Outcome) => outcome;
 
 /** `then` of an outcome that may still be coming (shadow rules wait for a second decision). */
-function settle<T>(outcome: Outcome | Promise<Outcome>, then: (outcome: Outcome) => T): T | Promise<T> {
-  return isThenable(outcome) ? outcome.then(then) : then(outcome);
+function settle<Req, C, T>(
+  outcome: Outcome | Promise<Outcome>,
+  then: Then<Req, C, T>,
+  req: Req,
+  ctx: C,
+): T | Promise<T> {
+  return isThenable(outcome) ? outcome.then((o) => then(o, req, ctx)) : then(outcome, req, ctx);
 }
 
 function isThenable<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {

@@ -276,7 +276,11 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
         return await handler(req, res, next, { ...resolved, ...refusal, statusCode: refusal.status });
       }
       const c = cores ? cores.for(limit!)! : native!;
-      return await c.core.checkThen(req, (outcome) => apply(c, limit, settled, req, res, next, outcome));
+      return await c.core.checkThen(
+        req,
+        (outcome) => apply(c, limit, settled, req, res, next, outcome),
+        undefined,
+      );
     } catch (err) {
       next(err);
     }
@@ -291,8 +295,10 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
         checkProxy(req);
         // Admitted in this turn on a lease hit (`next` called, nothing returned); else a promise
         // (of the limiter, or of a refusal's handler) whose failure goes to `next`.
-        const applied = direct.core.checkThen(req, (outcome) =>
-          apply(direct, fixed, undefined, req, res, next, outcome),
+        const applied = direct.core.checkThen(
+          req,
+          (outcome) => apply(direct, fixed, undefined, req, res, next, outcome),
+          undefined,
         );
         applied?.then(undefined, next);
       }

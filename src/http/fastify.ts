@@ -142,7 +142,7 @@ function routeHandler(o: FastifyOptions, pattern: string): onRequestHookHandler 
     (request) => viewOf(request, pattern),
   );
   /** Applies the outcome; true when it sent a refusal (the route must not run). */
-  const apply = (request: FastifyRequest, reply: FastifyReply, outcome: Outcome): boolean => {
+  const apply = (outcome: Outcome, request: FastifyRequest, reply: FastifyReply): boolean => {
     request.rateLimit = outcome.info;
     // Pairs read by index: destructuring them goes through the iterator protocol.
     for (const header of outcome.headers) reply.header(header[0], header[1]);
@@ -171,7 +171,7 @@ function routeHandler(o: FastifyOptions, pattern: string): onRequestHookHandler 
   // not the reply: a reply is a thenable, and a promise resolved with it would wait for the
   // response to end and then resolve with nothing, as if the request had been admitted.
   return (request, reply, done) => {
-    const refused = core.checkThen(request, (outcome) => apply(request, reply, outcome));
+    const refused = core.checkThen(request, apply, reply);
     if (refused === false) done();
     else if (refused !== true) refused.then((sent) => sent || done(), done);
   };

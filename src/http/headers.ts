@@ -73,7 +73,7 @@ export function rateLimitHeaders(
   switch (o.standard) {
     case 'draft-10': {
       // A literal, not pushes (an array grown by push gets room for 16): the default, every request.
-      const policy: Header = ['RateLimit-Policy', list(states, policyItem)];
+      const policy = states.length === 1 ? policyHeader(states[0]!) : policyList(states);
       out = shown.length > 0 ? [policy, ['RateLimit', list(shown, serviceItem)]] : [policy];
       break;
     }
@@ -153,16 +153,30 @@ const serviceItem = (s: RuleState) => serviceEntry(s, ';');
 
 const q = (s: RuleState) => Math.floor(s.limit);
 
-/** Draft-10 `RateLimit-Policy` items by rule name, rebuilt only when the limit or window changes. */
-const policyItems = new Map<string, { q: number; w: number; item: string }>();
+/**
+ * Draft-10 `RateLimit-Policy` items by rule name, rebuilt only when the limit or window changes,
+ * each with the header of a request meeting that rule alone: one frozen pair shared by every such
+ * request, not a pair per request.
+ */
+const policyItems = new Map<string, { q: number; w: number; item: string; header: Header }>();
 
-function policyItem(s: RuleState): string {
+function policyEntry(s: RuleState): { item: string; header: Header } {
   const cached = policyItems.get(s.name);
-  if (cached !== undefined && cached.q === q(s) && cached.w === s.windowSeconds) return cached.item;
+  if (cached !== undefined && cached.q === q(s) && cached.w === s.windowSeconds) return cached;
   const item = `${sfString(s.name)};q=${q(s)};w=${s.windowSeconds}`;
-  policyItems.set(s.name, { q: q(s), w: s.windowSeconds, item });
-  return item;
+  const entry = {
+    q: q(s),
+    w: s.windowSeconds,
+    item,
+    header: Object.freeze(['RateLimit-Policy', item]) as Header,
+  };
+  policyItems.set(s.name, entry);
+  return entry;
 }
+
+const policyHeader = (s: RuleState): Header => policyEntry(s).header;
+const policyItem = (s: RuleState): string => policyEntry(s).item;
+const policyList = (states: readonly RuleState[]): Header => ['RateLimit-Policy', list(states, policyItem)];
 const r = (s: RuleState) => Math.max(0, Math.floor(s.remaining));
 const reset = (s: RuleState) => s.resetSeconds ?? s.windowSeconds;
 

@@ -73,7 +73,7 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
   const core = new RateLimitCore(options, nodeView);
   knownOptions(options, NODE_OPTIONS);
   const property = options.requestPropertyName ?? 'rateLimit';
-  const apply = (req: IncomingMessage, res: ServerResponse, outcome: Outcome): boolean => {
+  const apply = (outcome: Outcome, req: IncomingMessage, res: ServerResponse): boolean => {
     (req as unknown as Record<string, RateLimitInfo | undefined>)[property] = outcome.info;
     sendRateLimitHeaders(res, outcome.headers);
     if (outcome.action === 'next') return true;
@@ -82,7 +82,7 @@ export function rateLimit(options: NodeRateLimitOptions): NodeRateLimit {
     return false;
   };
   return (req, res) => {
-    const passed = core.checkThen(req, (outcome) => apply(req, res, outcome));
+    const passed = core.checkThen(req, apply, res);
     return passed === true ? PASSED : passed === false ? STOPPED : passed;
   };
 }
