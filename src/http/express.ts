@@ -44,12 +44,12 @@ type Awaitable<T> = T | Promise<T>;
 export type ValueDeterminingMiddleware<T> = (req: Request, res: Response) => Awaitable<T>;
 
 /** The options as resolved, with the refusal: the 4th argument of `handler`. */
-export type HandlerOptions = ExpressRateLimitOptions & Refusal & { statusCode: number };
+export type HandlerOptions = Omit<ExpressRateLimitOptions, 'headers'> & Refusal & { statusCode: number };
 
 export interface ExpressRateLimitOptions
   extends Omit<
     RateLimitOptions<Request>,
-    'limiter' | 'keyGenerator' | 'skip' | 'message' | 'standardHeaders' | 'legacyHeaders'
+    'limiter' | 'keyGenerator' | 'skip' | 'message' | 'standardHeaders' | 'legacyHeaders' | 'ipv6Subnet'
   > {
   /**
    * The limiter holding the policies `rules` name. Without it the middleware takes
@@ -78,8 +78,24 @@ export interface ExpressRateLimitOptions
    * @default 'exact'
    */
   lease?: WindowLeaseOptions | 'exact';
-  /** Without `limiter`: the quota name of draft-8 headers. @default e.g. `'5-in-1min'` */
-  identifier?: string;
+  /**
+   * Without `limiter`: the quota name of draft-8 headers, or a function of `(req, res)` naming it
+   * per request (awaited). @default e.g. `'5-in-1min'`
+   */
+  identifier?: string | ValueDeterminingMiddleware<string>;
+  /**
+   * Without `limiter`: the `Retry-After` of a refusal in seconds, or a function of `(req, res)`
+   * returning it (awaited), as express-rate-limit 8's; it changes the header only, not how long a
+   * client is refused. @default the seconds until the window resets
+   */
+  retryAfter?: number | ValueDeterminingMiddleware<number>;
+  /**
+   * IPv6 prefix counted as one client; without `limiter` also a function of `(req, res)` asked for
+   * each IPv6 client (awaited). @default without `limiter`: 56; with one, 64
+   */
+  ipv6Subnet?: number | false | ValueDeterminingMiddleware<number | false>;
+  /** express-rate-limit's old name of `legacyHeaders` (which wins when both are set). */
+  headers?: boolean;
   /**
    * The client identity; a number counts as its string.
    * @default without `limiter`: `ipKeyGenerator(req.ip, ipv6Subnet)`; with one, the IP as `ip=…`
@@ -146,6 +162,8 @@ const PEER_OPTIONS = [
   'store',
   'lease',
   'identifier',
+  'retryAfter',
+  'headers',
   'message',
   'statusCode',
   'legacyHeaders',
@@ -241,10 +259,20 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
     res: Response,
     next: NextFunction,
     outcome: Outcome,
+    /** The headers as `personalise` rewrote them; undefined on the first pass. */
+    personalised?: Outcome['headers'],
   ): Promise<void> | undefined => {
+    if (personalised === undefined) {
+      setInfo(req, res, outcome.info);
+      const personalise = cores?.personalise;
+      if (personalise !== undefined && limit !== undefined && outcome.headers.length > 0) {
+        return personalise(req, res, limit, outcome).then((headers) =>
+          apply(c, limit, settled, req, res, next, outcome, headers),
+        );
+      }
+    }
     const info = outcome.info;
-    setInfo(req, res, info);
-    sendRateLimitHeaders(res, outcome.headers);
+    sendRateLimitHeaders(res, personalised ?? outcome.headers);
     if (outcome.action === 'next') {
       if (settled && info) giveBackWhen(settled, req, res, resolved, c.limiter, taken(info));
       next();
@@ -270,7 +298,8 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       if (limit === 0) {
         const { refusal, took } = await cores!.refuseAll(req, res);
         setInfo(req, res, refusal.info);
-        sendRateLimitHeaders(res, refusal.headers);
+        const personalise = cores!.personalise;
+        sendRateLimitHeaders(res, personalise ? await personalise(req, res, 0, refusal) : refusal.headers);
         if (settled) giveBackWhen(settled, req, res, resolved, cores!.limiter, [took]);
         const handler = resolved.handler ?? sendRefusal;
         return await handler(req, res, next, { ...resolved, ...refusal, statusCode: refusal.status });
@@ -385,10 +414,17 @@ interface BoundCore {
 
 function core(o: ExpressRateLimitOptions): BoundCore {
   const limiter = o.limiter!;
-  const { keyGenerator, skip: _skip, message: _message, ...rest } = o;
+  const { keyGenerator, skip: _skip, message: _message, ipv6Subnet, ...rest } = o;
+  if (typeof ipv6Subnet === 'function') {
+    throw new ConfigError(
+      'ipv6Subnet',
+      'expected an integer from 1 to 128 or false (a function of the request is taken without `limiter` only)',
+    );
+  }
   const c = new RateLimitCore<Request>(
     {
       ...rest,
+      ipv6Subnet,
       limiter,
       // Express requests carry their response: the callbacks get express-rate-limit's (req, res).
       keyGenerator: keyGenerator && ((req) => keyGenerator(req, req.res!)),
@@ -433,9 +469,26 @@ function peerOptions(o: ExpressRateLimitOptions): ExpressRateLimitOptions {
   if (!(typeof windowMs === 'number' && Number.isFinite(windowMs) && windowMs > 0)) {
     throw new ConfigError('windowMs', `expected a positive number of milliseconds, got ${String(windowMs)}`);
   }
+  const { identifier, retryAfter } = o;
+  if (identifier !== undefined && typeof identifier !== 'string' && typeof identifier !== 'function') {
+    throw new ConfigError(
+      'identifier',
+      `expected a string or a function of the request, got ${shown(identifier)}`,
+    );
+  }
+  if (
+    retryAfter !== undefined &&
+    typeof retryAfter !== 'function' &&
+    !(typeof retryAfter === 'number' && Number.isFinite(retryAfter) && retryAfter >= 0)
+  ) {
+    throw new ConfigError(
+      'retryAfter',
+      `expected seconds (0 or more) or a function of the request returning them, got ${shown(retryAfter)}`,
+    );
+  }
   return {
     message: DEFAULT_MESSAGE,
-    legacyHeaders: true,
+    legacyHeaders: o.headers ?? true,
     standardHeaders: false,
     keyGenerator: defaultKey(o.ipv6Subnet ?? 56),
     ...o,
@@ -443,9 +496,24 @@ function peerOptions(o: ExpressRateLimitOptions): ExpressRateLimitOptions {
   };
 }
 
-/** express-rate-limit's default key generator. */
-function defaultKey(ipv6Subnet: number | false): (req: Request) => string {
-  return (req) => ipKeyGenerator(req.ip ?? req.socket?.remoteAddress ?? 'unknown', ipv6Subnet);
+/** express-rate-limit's default key generator; a subnet function is asked for IPv6 clients only. */
+function defaultKey(
+  ipv6Subnet: NonNullable<ExpressRateLimitOptions['ipv6Subnet']>,
+): ValueDeterminingMiddleware<string> {
+  const ipOf = (req: Request) => req.ip ?? req.socket?.remoteAddress ?? 'unknown';
+  if (typeof ipv6Subnet !== 'function') return (req) => ipKeyGenerator(ipOf(req), ipv6Subnet);
+  return async (req, res) => {
+    const ip = ipOf(req);
+    if (!ip.includes(':') || ip.startsWith('::ffff:')) return ipKeyGenerator(ip);
+    const subnet = await ipv6Subnet(req, res);
+    if (subnet !== false && !(Number.isInteger(subnet) && subnet >= 1 && subnet <= 128)) {
+      throw new ConfigError(
+        'ipv6Subnet',
+        `expected the function to return an integer from 1 to 128 or false, got ${shown(subnet)}`,
+      );
+    }
+    return ipKeyGenerator(ip, subnet);
+  };
 }
 
 /** One core per limit value (`limit` may be a function of the request), on one limiter. */
@@ -467,13 +535,14 @@ class PeerCores {
     this.#limitField = raw.limit === undefined && raw.max !== undefined ? 'max' : 'limit';
     this.#limit = raw.limit !== undefined ? raw.limit : raw.max !== undefined ? raw.max : 5;
     this.#standard = standardHeadersOption(o.standardHeaders, false);
+    this.personalise = this.#personaliser();
     const keyGenerator = o.keyGenerator!;
     const fallback = defaultKey(o.ipv6Subnet ?? 56);
     // As the cores read it (`identify`): a number as its string, nothing as the default key.
     this.#keyOf = async (req, res) => {
       const key = await keyGenerator(req, res);
       if (typeof key === 'string') return key;
-      return typeof key === 'number' && Number.isFinite(key) ? String(key) : fallback(req);
+      return typeof key === 'number' && Number.isFinite(key) ? String(key) : fallback(req, res);
     };
     // A fixed limit is checked, and its policy built, before the first request: express-rate-limit
     // takes `limit: 'zz'` and never limits, which nobody means.
@@ -511,9 +580,19 @@ class PeerCores {
     if (this.#limiter) this.#limiter.setPolicies(policies);
     else this.#limiter = new Limiter({ store: this.#o.store ?? new MemoryStore(), policies });
     if (limit === 0) return undefined;
-    const { windowMs: _w, limit: _l, max: _m, store: _s, lease: _le, identifier: _i, ...rest } = this.#o;
+    const {
+      windowMs: _w,
+      limit: _l,
+      max: _m,
+      store: _s,
+      lease: _le,
+      identifier: _i,
+      ipv6Subnet,
+      ...rest
+    } = this.#o;
     let c = core({
       ...rest,
+      ipv6Subnet: typeof ipv6Subnet === 'function' ? undefined : ipv6Subnet,
       limiter: this.#limiter,
       rules: [{ policy, by: 'client', name: this.#name(limit) }],
     });
@@ -642,7 +721,40 @@ class PeerCores {
 
   /** express-rate-limit's quota name (draft-8): `identifier`, else e.g. `5-in-1min`. */
   #name(limit: number): string {
-    return this.#o.identifier ?? `${limit}-in-${duration(this.#o.windowMs!)}`;
+    const { identifier } = this.#o;
+    return typeof identifier === 'string' ? identifier : `${limit}-in-${duration(this.#o.windowMs!)}`;
+  }
+
+  /**
+   * The headers of a response as express-rate-limit 8 sends them: draft-8's quota named by an
+   * `identifier` function (asked once `req.rateLimit` is set, as its default reads it), and the
+   * `Retry-After` of a refusal over the limit given by `retryAfter`. Undefined when neither option
+   * asks for it.
+   */
+  readonly personalise:
+    | ((req: Request, res: Response, limit: number, outcome: Outcome) => Promise<Outcome['headers']>)
+    | undefined;
+
+  #personaliser(): PeerCores['personalise'] {
+    const { identifier, retryAfter } = this.#o;
+    const named = typeof identifier === 'function' && this.#standard === 'draft-8';
+    if (!named && retryAfter === undefined) return undefined;
+    return async (req, res, limit, outcome) => {
+      const quoted = `"${this.#name(limit)}"`;
+      const name = named ? `"${await identifier(req, res)}"` : quoted;
+      const limited = outcome.action === 'refuse' && outcome.reason === 'limited';
+      const seconds =
+        limited && retryAfter !== undefined
+          ? await (typeof retryAfter === 'function' ? retryAfter(req, res) : retryAfter)
+          : undefined;
+      return outcome.headers.map(([n, v]): [string, string] => {
+        if (seconds !== undefined && n === 'Retry-After') return [n, String(seconds)];
+        if ((n === 'RateLimit' || n === 'RateLimit-Policy') && v.startsWith(quoted)) {
+          return [n, name + v.slice(quoted.length)];
+        }
+        return [n, v];
+      });
+    };
   }
 
   /**
