@@ -114,9 +114,14 @@ export const MAX_REQUESTS = 5_000_000;
 
 type Obj = Record<string, unknown>;
 
-function object(value: unknown, field: string): Obj {
+/** An object; with `known`, one whose every field is among them (a misspelt field is not ignored). */
+function object(value: unknown, field: string, known?: readonly string[]): Obj {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigError(field, `expected an object, got ${describe(value)}`);
+  }
+  const unknown = known && Object.keys(value).find((k) => !known.includes(k));
+  if (unknown !== undefined) {
+    throw new ConfigError(`${field}.${unknown}`, `not a field here; expected one of ${known!.join(', ')}`);
   }
   return value as Obj;
 }
@@ -166,7 +171,7 @@ function oneOf<T extends string>(value: unknown, field: string, options: readonl
 }
 
 function balancer(raw: unknown, field: string): BalancerConfig {
-  const b = object(raw, field);
+  const b = object(raw, field, ['kind', 's', 'weights']);
   const kind = oneOf(b.kind, `${field}.kind`, [
     'round-robin',
     'random',
@@ -192,7 +197,7 @@ function balancer(raw: unknown, field: string): BalancerConfig {
 }
 
 function demand(raw: unknown, field: string, durationMs: number): Demand {
-  const d = object(raw, field);
+  const d = object(raw, field, ['shape', 'load', 'from', 'to', 'atMs', 'low', 'high', 'periodMs']);
   const shape = oneOf(d.shape, `${field}.shape`, ['steady', 'step', 'saw'] as const);
   const load = (v: unknown, f: string) => number(v, `${field}.${f}`, { min: 0, max: 1000 });
   let parsed: Demand;
@@ -246,8 +251,8 @@ export function loadAt(d: Demand, t: number): number {
 }
 
 function traffic(raw: unknown, field: string, durationMs: number): Traffic {
-  const t = object(raw, field);
-  const keys = t.keys === undefined ? DEFAULTS.keys : object(t.keys, `${field}.keys`);
+  const t = object(raw, field, ['demand', 'keys', 'costs', 'retry']);
+  const keys = t.keys === undefined ? DEFAULTS.keys : object(t.keys, `${field}.keys`, ['count', 'zipf']);
   const costs = t.costs ?? DEFAULTS.costs;
   if (!Array.isArray(costs) || costs.length === 0 || costs.length > 100) {
     throw new ConfigError(
@@ -262,7 +267,7 @@ function traffic(raw: unknown, field: string, durationMs: number): Traffic {
       zipf: number(keys.zipf, `${field}.keys.zipf`, { min: 0, max: 10 }),
     },
     costs: costs.map((c, i) => {
-      const o = object(c, `${field}.costs[${i}]`);
+      const o = object(c, `${field}.costs[${i}]`, ['cost', 'weight']);
       return {
         cost: number(o.cost, `${field}.costs[${i}].cost`, { above: 0 }),
         weight: number(o.weight, `${field}.costs[${i}].weight`, { above: 0 }),
@@ -270,7 +275,7 @@ function traffic(raw: unknown, field: string, durationMs: number): Traffic {
     }),
   };
   if (t.retry !== undefined) {
-    const r = object(t.retry, `${field}.retry`);
+    const r = object(t.retry, `${field}.retry`, ['honourRetryAfter', 'maxRetries', 'backoffMs']);
     if (typeof r.honourRetryAfter !== 'boolean') {
       throw new ConfigError(
         `${field}.retry.honourRetryAfter`,
@@ -292,7 +297,7 @@ function autoscale(raw: unknown, field: string, durationMs: number): ScaleEvent[
     throw new ConfigError(field, `expected an array of scale events, got ${describe(raw)}`);
   let last = -1;
   return raw.map((e, i) => {
-    const o = object(e, `${field}[${i}]`);
+    const o = object(e, `${field}[${i}]`, ['atMs', 'instances', 'leave']);
     const atMs = number(o.atMs, `${field}[${i}].atMs`, { min: 0, max: durationMs });
     if (atMs <= last)
       throw new ConfigError(`${field}[${i}].atMs`, 'expected scale events in increasing time order');
@@ -308,7 +313,14 @@ function autoscale(raw: unknown, field: string, durationMs: number): ScaleEvent[
 
 function expectations(raw: unknown, field: string): Expectations {
   if (raw === undefined) return {};
-  const e = object(raw, field);
+  const e = object(raw, field, [
+    'maxAbsDriftPct',
+    'worstDriftPending',
+    'goalAbsDriftPct',
+    'maxDeniedBelowLimitPct',
+    'maxCallsPerDecision',
+    'minAdmittedPct',
+  ]);
   const out: Expectations = {};
   if (e.maxAbsDriftPct !== undefined)
     out.maxAbsDriftPct = number(e.maxAbsDriftPct, `${field}.maxAbsDriftPct`, { min: 0 });
@@ -354,13 +366,28 @@ export function meanCost(t: Traffic): number {
  * (`scenario.traffic.demand.load`, `scenario.policy.rate`, ...), never a crash later in the run.
  */
 export function parseScenario(raw: unknown, field = 'scenario'): Scenario {
-  const s = object(raw, field);
+  const s = object(raw, field, [
+    'name',
+    'description',
+    'policy',
+    'durationMs',
+    'seed',
+    'instances',
+    'autoscale',
+    'balancer',
+    'latency',
+    'traffic',
+    'expect',
+    'pending',
+    'replayOf',
+  ]);
   if (typeof s.name !== 'string' || s.name.length === 0 || s.name.length > 100) {
     throw new ConfigError(`${field}.name`, `expected a name of 1 to 100 characters, got ${describe(s.name)}`);
   }
   const durationMs = number(s.durationMs, `${field}.durationMs`, { above: 0, max: 7 * 86_400_000 });
   const model = policyModel(s.policy, `${field}.policy`);
-  const latency = s.latency === undefined ? DEFAULTS.latency : object(s.latency, `${field}.latency`);
+  const latency =
+    s.latency === undefined ? DEFAULTS.latency : object(s.latency, `${field}.latency`, ['meanMs', 'jitter']);
   const scenario: Scenario = {
     name: s.name,
     // `{limit}` in a description names the scenario's policy, whatever policy it runs.
