@@ -63,8 +63,15 @@ export class KeyTable {
    * as refreshing at once would. A state refreshed many times in between costs one LRU lookup (a
    * move in its list: a few cache misses on a large table), not one per refresh.
    */
-  readonly #unrefreshed: KeyState[] = [];
+  readonly #unrefreshed: (KeyState | undefined)[] = [];
   readonly #unrefreshedAt: number[] = [];
+  /**
+   * Entries of `#unrefreshed` in use, from the first. The arrays are written in place and never
+   * shortened: emptied by setting their length, they grew again from nothing after every sweep,
+   * each larger copy of them (up to two per state) surviving a scavenge and promoted, to die in
+   * the next mark-compact. Slots past the count hold nothing (a state there would be kept alive).
+   */
+  #unrefreshedCount = 0;
   /**
    * The states the last multi-rule consume looked up (the first `#multiCount`; 0: none), and
    * `#touches` then. Kept in place: remembering allocates nothing.
@@ -151,10 +158,11 @@ export class KeyTable {
     if (state) {
       if (this.#touches - (state.lruTouch ?? Number.NEGATIVE_INFINITY) > this.#refreshEvery) {
         state.lruTouch = this.#touches;
-        this.#unrefreshed.push(state);
-        this.#unrefreshedAt.push(this.#touches);
+        const n = this.#unrefreshedCount++;
+        this.#unrefreshed[n] = state;
+        this.#unrefreshedAt[n] = this.#touches;
         // Superseded entries are dropped before they outnumber the states.
-        if (this.#unrefreshed.length > 2 * this.#entries.size + 64) this.#dropSuperseded();
+        if (n >= 2 * this.#entries.size + 64) this.#dropSuperseded();
       }
     } else {
       const id = storageKey(rule.algorithm, rule.name, key);
@@ -270,25 +278,29 @@ export class KeyTable {
   #refreshRecency(): void {
     const states = this.#unrefreshed;
     const at = this.#unrefreshedAt;
+    const n = this.#unrefreshedCount;
     // The storage key is the state's own string, its hash already computed.
-    for (let i = 0; i < states.length; i++) {
-      if (states[i]!.lruTouch === at[i]) this.#entries.get(states[i]!.storageKey);
+    for (let i = 0; i < n; i++) {
+      const state = states[i]!;
+      states[i] = undefined;
+      if (state.lruTouch === at[i]) this.#entries.get(state.storageKey);
     }
-    states.length = 0;
-    at.length = 0;
+    this.#unrefreshedCount = 0;
   }
 
   /** Drops the superseded entries of `#unrefreshed`, keeping the order of the others. */
   #dropSuperseded(): void {
     const states = this.#unrefreshed;
     const at = this.#unrefreshedAt;
+    const n = this.#unrefreshedCount;
     let kept = 0;
-    for (let i = 0; i < states.length; i++) {
-      if (states[i]!.lruTouch !== at[i]) continue;
-      states[kept] = states[i]!;
+    for (let i = 0; i < n; i++) {
+      const state = states[i]!;
+      if (state.lruTouch !== at[i]) continue;
+      states[kept] = state;
       at[kept++] = at[i]!;
     }
-    states.length = kept;
-    at.length = kept;
+    for (let i = kept; i < n; i++) states[i] = undefined;
+    this.#unrefreshedCount = kept;
   }
 }

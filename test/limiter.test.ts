@@ -346,41 +346,50 @@ describe('the local table (maxKeys)', () => {
     expect(l.stats().keys, 'the table is full: fresh keys were evicted').toBe(40);
   });
 
-  it('evicts exactly as an LRU refreshed at every due lookup would, though refreshes are deferred', async () => {
-    const maxKeys = 8;
-    const l = limiter({ store: new MemoryStore(), policies: { p: bucket(1e6, 1e9) }, maxKeys });
-    // The model: recency refreshed at once, when more than maxKeys / 4 lookups came since the last
-    // refresh; a lookup of the key looked up just before changes nothing.
-    const order: string[] = []; // least recent first
-    const refreshedAt = new Map<string, number>();
-    let lookups = 0;
-    let last: string | undefined;
-    let seed = 7;
-    for (let i = 0; i < 3000; i++) {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      // A few hot keys and a churning tail, so that evictions and deferred refreshes interleave.
-      const key = seed % 3 === 0 ? `tail-${seed % 20}` : `hot-${seed % 5}`;
-      await l.consume('p', key);
-      if (key === last) continue;
-      last = key;
-      lookups++;
-      const at = order.indexOf(key);
-      if (at < 0) {
-        order.push(key);
-        refreshedAt.set(key, lookups);
-        if (order.length > maxKeys) refreshedAt.delete(order.shift()!);
-      } else if (lookups - refreshedAt.get(key)! > Math.floor(maxKeys / 4)) {
-        order.splice(at, 1);
-        order.push(key);
-        refreshedAt.set(key, lookups);
+  // One tail key in 3: evictions often, deferred refreshes made at each. One in 200: long runs of
+  // hot keys between insertions, so the deferred refreshes outgrow the table and are compacted
+  // (superseded ones dropped), and their slots are reused after each insertion made them.
+  it.each([
+    ['often', 3],
+    ['rarely', 200],
+  ])(
+    'evicts exactly as an LRU refreshed at every due lookup would, though refreshes are deferred (tail keys %s)',
+    async (_, tailEvery) => {
+      const maxKeys = 8;
+      const l = limiter({ store: new MemoryStore(), policies: { p: bucket(1e6, 1e9) }, maxKeys });
+      // The model: recency refreshed at once, when more than maxKeys / 4 lookups came since the last
+      // refresh; a lookup of the key looked up just before changes nothing.
+      const order: string[] = []; // least recent first
+      const refreshedAt = new Map<string, number>();
+      let lookups = 0;
+      let last: string | undefined;
+      let seed = 7;
+      for (let i = 0; i < 3000; i++) {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        // A few hot keys and a churning tail, so that evictions and deferred refreshes interleave.
+        const key = seed % tailEvery === 0 ? `tail-${(seed >> 4) % 20}` : `hot-${seed % 5}`;
+        await l.consume('p', key);
+        if (key === last) continue;
+        last = key;
+        lookups++;
+        const at = order.indexOf(key);
+        if (at < 0) {
+          order.push(key);
+          refreshedAt.set(key, lookups);
+          if (order.length > maxKeys) refreshedAt.delete(order.shift()!);
+        } else if (lookups - refreshedAt.get(key)! > Math.floor(maxKeys / 4)) {
+          order.splice(at, 1);
+          order.push(key);
+          refreshedAt.set(key, lookups);
+        }
       }
-    }
-    const pool = [
-      ...Array.from({ length: 5 }, (_, i) => `hot-${i}`),
-      ...Array.from({ length: 20 }, (_, i) => `tail-${i}`),
-    ];
-    const held: string[] = [];
-    for (const key of pool) if ((await l.peek('p', key)).source === 'lease') held.push(key);
-    expect(held.sort()).toEqual([...order].sort());
-  });
+      const pool = [
+        ...Array.from({ length: 5 }, (_, i) => `hot-${i}`),
+        ...Array.from({ length: 20 }, (_, i) => `tail-${i}`),
+      ];
+      const held: string[] = [];
+      for (const key of pool) if ((await l.peek('p', key)).source === 'lease') held.push(key);
+      expect(held.sort()).toEqual([...order].sort());
+    },
+  );
 });
