@@ -120,9 +120,7 @@ export function parsePolicy(text: string): PolicyConfig {
 export function wholeNumber(text: string, option: string, min = 0): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < min)
-    throw new UsageError(
-      `${option}: expected a whole number${min > 0 ? ` from ${min}` : ''}, got ${JSON.stringify(text)}`,
-    );
+    throw new UsageError(`${option}: expected a whole number from ${min}, got ${JSON.stringify(text)}`);
   return n;
 }
 

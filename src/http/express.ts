@@ -263,7 +263,7 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
     personalised?: Outcome['headers'],
   ): Promise<void> | undefined => {
     if (personalised === undefined) {
-      setInfo(req, res, outcome.info);
+      setInfo(req, res, cores && outcome.info ? peerInfo(outcome.info) : outcome.info);
       const personalise = cores?.personalise;
       if (personalise !== undefined && limit !== undefined && outcome.headers.length > 0) {
         return personalise(req, res, limit, outcome).then((headers) =>
@@ -283,6 +283,8 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       const refusal =
         cores && info ? await cores.countRefusal(limit!, info).catch(() => undefined) : undefined;
       if (settled && refusal) giveBackWhen(settled, req, res, resolved, c.limiter, [refusal]);
+      // `used` now counts the refusal: express-rate-limit's object says so before the handler runs.
+      if (refusal) setInfo(req, res, peerInfo(info!));
       const handler = resolved.handler ?? sendRefusal;
       await handler(req, res, next, { ...resolved, ...outcome, statusCode: outcome.status });
     })();
@@ -297,7 +299,7 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       const limit = cores === undefined ? undefined : (cores.fixed ?? (await cores.limit(req, res)));
       if (limit === 0) {
         const { refusal, took } = await cores!.refuseAll(req, res);
-        setInfo(req, res, refusal.info);
+        setInfo(req, res, peerInfo(refusal.info!));
         const personalise = cores!.personalise;
         sendRateLimitHeaders(res, personalise ? await personalise(req, res, 0, refusal) : refusal.headers);
         if (settled) giveBackWhen(settled, req, res, resolved, cores!.limiter, [took]);
@@ -338,6 +340,31 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
 }
 
 export default rateLimit;
+
+/**
+ * `req.rateLimit` without a limiter, as express-rate-limit sets it: a plain object of its five
+ * fields in its order, with `current` hidden. tokenlease's own fields are there too, hidden the
+ * same way, so that JSON of it, its keys and a deep comparison see express-rate-limit's object.
+ */
+function peerInfo(info: RateLimitInfo): RateLimitInfo {
+  const shown = {
+    limit: info.limit,
+    used: info.used,
+    remaining: info.remaining,
+    resetTime: info.resetTime,
+    key: info.key,
+  };
+  const hidden = (value: unknown) => ({ value, writable: true, configurable: true });
+  return Object.defineProperties(shown, {
+    current: { value: info.used },
+    allowed: hidden(info.allowed),
+    plan: hidden(info.plan),
+    policy: hidden(info.policy),
+    retryAfterMs: hidden(info.retryAfterMs),
+    rules: hidden(info.rules),
+    shadowExceeded: hidden(info.shadowExceeded),
+  }) as RateLimitInfo;
+}
 
 /** What the limiter reads from an Express request; the route pattern once a route matched. */
 export function expressView(req: Request): RequestView {

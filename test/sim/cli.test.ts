@@ -66,6 +66,8 @@ describe('npm run sim', () => {
     ],
     [['--duration', 'soon'], /--duration: expected a duration like 30s/],
     [['--seed', '1.5'], /--seed: expected a whole number/],
+    // A negative seed is a whole number to many readers: the message says where the range starts.
+    [['--seed', '-1'], /--seed: expected a whole number from 0, got "-1"/],
     [['--replay', '{not json'], /--replay: not valid JSON/],
     [['--replay', '[1]'], /--replay: expected a scenario object/],
     [['--replay', '{"name":"x"}'], /scenario x: Invalid `scenario.durationMs`/],
