@@ -7,9 +7,12 @@
  * in flight, and apart from them at most half as many of background calls only, so background work
  * never takes the slot a waiting call needs.
  *
- * Every call settles within `timeoutMs` of being made, queueing included: one still queued then
- * was never sent and fails as unavailable; one already sent fails as timed out (it may have run,
- * and is never sent again).
+ * Every call settles within `timeoutMs` of the end of the event-loop turn it was made in, queueing
+ * included: one still queued then was never sent and fails as unavailable; one already sent fails
+ * as timed out (it may have run, and is never sent again). Not of the moment it was made: nothing
+ * can be sent before the turn ends, and a turn longer than `timeoutMs` (a flood of new keys while
+ * the code is JIT-cold, synchronous work in the gateway) is the gateway's time, not the store's;
+ * counted, it failed a healthy store's calls and opened the breaker.
  *
  * A key's calls go out one flush at a time: calls for a key with calls in flight wait for their
  * answer. Within a flush they run in the order they were made, background calls included: a
@@ -72,7 +75,8 @@ class Pending implements BatchItem {
   claimed = false;
   sent = false;
   done = false;
-  readonly timer: NodeJS.Timeout;
+  /** The deadline, armed when the turn the call was made in ends (the batcher's first flush after it). */
+  timer: NodeJS.Timeout | undefined = undefined;
   readonly #settle: BatchItem['settle'];
 
   constructor(
@@ -80,7 +84,6 @@ class Pending implements BatchItem {
     timeoutMs: number,
     /** When the call was made, in calls: a batch runs its items in this order. */
     readonly made: number,
-    onTimeout: (p: Pending) => void,
   ) {
     this.key = item.key;
     this.script = item.script;
@@ -88,7 +91,10 @@ class Pending implements BatchItem {
     this.background = item.background;
     this.timeoutMs = timeoutMs;
     this.#settle = item.settle;
-    this.timer = deadline(timeoutMs, () => onTimeout(this));
+  }
+
+  arm(onTimeout: (p: Pending) => void): void {
+    this.timer ??= deadline(this.timeoutMs, () => onTimeout(this));
   }
 
   settle(error: unknown, reply?: unknown): void {
@@ -136,7 +142,7 @@ export class Batcher {
       return;
     }
     const timeoutMs = item.timeoutMs ?? this.#options.timeoutMs;
-    const pending = new Pending(item, timeoutMs, this.#made++, (p) => this.#expire(p));
+    const pending = new Pending(item, timeoutMs, this.#made++);
     if (item.background) this.#background.push(pending);
     else this.#foreground.push(pending);
     this.#schedule();
@@ -169,6 +175,8 @@ export class Batcher {
   }
 
   #flush(): void {
+    for (const p of this.#foreground) p.arm(this.#expireOne);
+    for (const p of this.#background) p.arm(this.#expireOne);
     if (!this.#options.canSend()) return;
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -246,6 +254,8 @@ export class Batcher {
     this.#claimed.delete(p.key);
     this.#stuck.delete(p.key);
   }
+
+  readonly #expireOne = (p: Pending) => this.#expire(p);
 
   #expire(p: Pending): void {
     if (p.done) return;
