@@ -168,13 +168,13 @@ describe('npm run sim', () => {
   });
 
   it('checks the worst drift over the run against the drift target, after the warm-up', async () => {
-    // retry-honour with seed 12 ends within 2 % but dips below -2 % early in the run (with seeds
-    // 1-11 it stays within; docs/accuracy.md gives the range over seeds 1-5).
+    // retry-honour with seed 5 ends within 2 % but dips below -2 % early in the run (with the
+    // suite's own seed it stays within; docs/accuracy.md gives the range over seeds 1-5).
     const retry = SUITE.find((s) => s.name === 'retry-honour')!;
     const { worstDriftPending: _, ...expect2 } = retry.expect!;
     const failing = await simInProcess([
       '--replay',
-      JSON.stringify({ ...retry, seed: 12, expect: expect2 }),
+      JSON.stringify({ ...retry, seed: 5, expect: expect2 }),
       '--json',
     ]);
     expect(failing.code, 'a worst drift outside the target fails the run').toBe(1);
@@ -189,7 +189,7 @@ describe('npm run sim', () => {
     expect(worst.detail).toMatch(
       /after the warm-up \(until the exact limiter has admitted 10 % of its total\)/,
     );
-    const selected = ['--scenario', 'retry-honour', '--seed', '12'];
+    const selected = ['--scenario', 'retry-honour', '--seed', '5'];
     const suite = await simInProcess(selected);
     expect(suite.code, 'in the suite it is a pending target').toBe(0);
     expect(suite.stdout).toMatch(
