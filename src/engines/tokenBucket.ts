@@ -20,16 +20,10 @@ import type { Grant, StoreRequest, SyncParams } from './leaseStrategy.js';
  * `rate × horizon / 2` that the cluster lags the exact bucket by. 0.4 cut steady-2x's worst drift
  * from -7.8 % to -3.8 % for 0.16 → 0.25 store calls per decision (`npm run sim`); 0.3, with quiet
  * instances deciding exactly (`EXACT_BELOW`), brought weighted-costs' from -2.7 % to -1.7 % for
- * 0.72 → 0.76 calls per decision; 0.2 brought retry-honour's from -1.8…-2.9 % to -1.4…-1.8 % over
- * seeds 1–5 and weighted-costs' from -1.5…-2.6 % to -1.1…-1.4 % (docs/accuracy.md). The stock
- * is the refill of one such lease per quiet instance: a lease's tokens exist at the pace of the
- * whole bucket's refill (peers' leases queue before and after it), and wait for this instance's
- * requests, which come slower. Sizing the horizon by the instance's share of the refill (longer
- * for busier instances, which strand less per token) did worse in retry-honour, whose demand
- * comes in waves; 0.15 made saw over-admit by +2.1 %, and costs the busy instances' leases (the
- * fleet bench's hot keys) calls faster than it gains accuracy.
+ * 0.72 → 0.76 calls per decision (docs/accuracy.md). Shorter costs the busy instances' leases
+ * (the fleet bench's hot keys) calls faster than it gains accuracy.
  */
-const SATURATED_HORIZON = 0.2;
+const SATURATED_HORIZON = 0.3;
 /**
  * Oversubscribed, an instance whose demand over the saturated horizon comes to fewer tokens than
  * this decides exactly: it asks the store for the cost at hand and holds nothing it has not spent.
@@ -50,9 +44,6 @@ const EXACT_BELOW = 2.25;
  * held at the end of each quiet phase). With quiet instances deciding exactly, saw's
  * under-admission no longer hides that: it ended at +2.0 % (worst +2.1 %) with the whole horizon,
  * +1.3 % (+1.5 %) with 0.8; 0.5 gave +0.2 % (+0.7 %) but near-limit 0.57 → 0.84 calls per decision.
- * With `SATURATED_HORIZON` at 0.2 the saturated phases strand less, and saw's worst reaches +1.8 %
- * over seeds 1–5; 0.7 kept it within +1.6 % but one-key-1.05x then ended at -0.43 % (was -0.28)
- * with 15 denials below the limit (was 6).
  */
 const FAR_HORIZON = 0.8;
 /**
