@@ -38,7 +38,10 @@ describe.each(Object.keys(FRESH_STORES))('%s', (storeName) => {
     const n = Math.min(capacity + 200, 5000);
     const decisions = await Promise.all(Array.from({ length: n }, () => limiter.consume('p', 'k')));
     const admitted = decisions.filter((d) => d.allowed).length;
-    expect(admitted).toBe(Math.min(n, capacity));
+    // Up to the limit, plus the one first sight docs/architecture.md "Guarantees" allows an instance
+    // once it has counted its fleet (its second heartbeat: a loaded machine gets there mid-test).
+    expect(admitted).toBeGreaterThanOrEqual(Math.min(n, capacity));
+    expect(admitted).toBeLessThanOrEqual(Math.min(n, capacity + 1));
     // Whatever was refused was refused by the limit itself, not by waiting its turn.
     for (const d of decisions.filter((d) => !d.allowed)) expect(d.remaining).toBe(0);
   });
