@@ -48,4 +48,27 @@ describe('an event-loop stall longer than the store timeout', () => {
     await limiter.close();
     await store.close();
   });
+
+  // Calls made in a turn that itself outlasts timeoutMs (a flood of new keys at start-up, while the
+  // code is JIT-cold; synchronous work in the gateway) cannot be sent before the turn ends: the turn
+  // is the gateway's time, not the store's. Found in the third operator trial: their deadlines ran
+  // from when each call was made, had passed when the batch went out, and 744 of 1000 new keys at
+  // once went to the fail policy on a healthy Redis, opening the breaker.
+  it('calls made in a turn longer than the timeout are answered by a healthy store', async () => {
+    const store = new RedisStore({ client: redisClient(), prefix: uniquePrefix('stalled'), timeoutMs: 50 });
+    await store.ready();
+    const limiter = new Limiter({
+      store,
+      policies: { p: { algorithm: 'fixed-window', limit: 100, window: '1m', lease: 'exact' } },
+    });
+    const decisions = Array.from({ length: 20 }, (_, i) => limiter.consume('p', `new-${i}`));
+    stall(120);
+    const answered = await Promise.all(decisions);
+    const stats = limiter.stats();
+    await limiter.close();
+    await store.close();
+    expect(answered.map((d) => d.source)).toEqual(answered.map(() => 'store'));
+    expect(stats.storeErrors, 'no call counted as failed').toBe(0);
+    expect(stats.breaker).toBe('closed');
+  });
 });
