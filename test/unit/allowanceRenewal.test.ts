@@ -1,24 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { Limiter, MemoryStore } from '../../src/index.js';
-import { countFleet, settle } from '../support/virtualFleet.js';
+import type { Limiter } from '../../src/index.js';
+import { settle, virtualFleet } from '../support/virtualFleet.js';
 
 // One token a day: the level moves only with what the fleet takes.
 const bucket = { algorithm: 'token-bucket' as const, rate: 1, period: '1d' as const, burst: 100 };
 
 /** Four instances on one store and a virtual clock, every one counting the whole fleet. */
 async function fleetOfFour() {
-  let t = 1_000_000;
-  const clock = { now: () => t, advance: (ms: number) => (t += ms) };
-  const store = new MemoryStore({ now: clock.now });
-  const limiter = (writeBehind: boolean) =>
-    new Limiter({
-      store,
-      policies: { p: { ...bucket, lease: { writeBehind } } },
-      now: clock.now,
-      sweepIntervalMs: 0,
-    });
-  const members = [limiter(true), limiter(true), limiter(true), limiter(false)];
-  await countFleet(members, clock.advance);
+  const { clock, members } = await virtualFleet(bucket, [true, true, true, false]);
   return { clock, a: members[0]!, leaser: members[3]!, members };
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Limiter, MemoryStore } from '../../src/index.js';
-import { countFleet, settle } from '../support/virtualFleet.js';
+import type { Limiter } from '../../src/index.js';
+import { settle, virtualFleet } from '../support/virtualFleet.js';
 
 const bucket = { algorithm: 'token-bucket' as const, rate: 100, period: '1s' as const, burst: 100 };
 
@@ -10,19 +10,8 @@ const bucket = { algorithm: 'token-bucket' as const, rate: 100, period: '1s' as 
  * limit move between the two regimes all the time.
  */
 async function leasedThenAllowed() {
-  let t = 1_000_000;
-  const clock = { now: () => t, advance: (ms: number) => (t += ms) };
-  const store = new MemoryStore({ now: clock.now });
-  const limiter = (writeBehind: boolean) =>
-    new Limiter({
-      store,
-      policies: { p: { ...bucket, lease: { writeBehind } } },
-      now: clock.now,
-      sweepIntervalMs: 0,
-    });
-  const a = limiter(true);
-  const leaser = limiter(false);
-  await countFleet([a, leaser], clock.advance);
+  const { clock, members } = await virtualFleet(bucket, [true, false]);
+  const [a, leaser] = members as [Limiter, Limiter];
   // The bucket refilled while the fleet was counted: the leaser takes it down to 40, hands back.
   for (let i = 0; i < 60; i++) expect((await leaser.consume('p', 'k')).allowed).toBe(true);
   await leaser.close();
