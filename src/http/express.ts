@@ -341,6 +341,34 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
 
 export default rateLimit;
 
+/** express-rate-limit's name of the options type (it takes a `Partial<Options>`). */
+export type Options = ExpressRateLimitOptions;
+
+// express-rate-limit 8's constants for readable `windowMs` values (deprecated there, still exported).
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
+
+/**
+ * What `require('tokenlease/express')` returns (Node loads ES modules through `require` and returns
+ * this export when there is one): `rateLimit` carrying the named exports, as express-rate-limit's
+ * CommonJS build exports it, so `const rateLimit = require(…)` works beside `const { rateLimit } = require(…)`.
+ */
+const commonJs = Object.assign((options?: ExpressRateLimitOptions) => rateLimit(options), {
+  default: rateLimit,
+  rateLimit,
+  MemoryStore,
+  ipKeyGenerator,
+  expressView,
+  SECOND,
+  MINUTE,
+  HOUR,
+  DAY,
+});
+
+export { commonJs as 'module.exports' };
+
 /**
  * `req.rateLimit` without a limiter, as express-rate-limit sets it: a plain object of its five
  * fields in its order, with `current` hidden. tokenlease's own fields are there too, hidden the

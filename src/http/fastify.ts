@@ -228,5 +228,6 @@ Object.assign(plugin, {
   [Symbol.for('fastify.display-name')]: 'tokenlease-rate-limit',
 });
 
-export { plugin as rateLimitPlugin };
+// `fastifyRateLimit` is @fastify/rate-limit's name of its plugin export.
+export { plugin as fastifyRateLimit, plugin as rateLimitPlugin };
 export default plugin;

@@ -47,4 +47,22 @@ describe('package exports', () => {
       exports: ['function', 'function', 'function', 'function', 'function'],
     });
   });
+
+  it("carry the peers' own named exports, so that changing the import is the whole migration", () => {
+    const names = `
+const ex = await import('tokenlease/express');
+const fa = await import('tokenlease/fastify');
+console.log(JSON.stringify({
+  express: ['default', 'rateLimit', 'MemoryStore', 'ipKeyGenerator'].map((n) => typeof ex[n]),
+  constants: [ex.SECOND, ex.MINUTE, ex.HOUR, ex.DAY],
+  fastify: [fa.default === fa.fastifyRateLimit, typeof fa.normalizeIP],
+}));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', names], { encoding: 'utf8' });
+    // express-rate-limit 8.7.5's index exports, and @fastify/rate-limit 11.2's (module.exports.fastifyRateLimit).
+    expect(JSON.parse(out)).toEqual({
+      express: ['function', 'function', 'function', 'function'],
+      constants: [1000, 60_000, 3_600_000, 86_400_000],
+      fastify: [true, 'function'],
+    });
+  });
 });
