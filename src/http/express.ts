@@ -230,6 +230,12 @@ export function rateLimit(passed: ExpressRateLimitOptions = {}): RateLimitReques
       'expected a tokenlease store (MemoryStore, RedisStore or one keeping the Store contract)',
     );
   }
+  // Called per request (or per refusal): a wrong type would fail each of them, not the start-up.
+  for (const name of ['keyGenerator', 'skip', 'handler', 'requestWasSuccessful'] as const) {
+    if (o[name] !== undefined && typeof o[name] !== 'function') {
+      throw new ConfigError(name, `expected a function of (req, res), got ${shown(o[name])}`);
+    }
+  }
   const checks = new Checks(o.validate, o.logger);
   checks.knownOptions(passed, [...PEER_OPTIONS, ...NATIVE_OPTIONS]);
   checks.creationStack();
