@@ -35,7 +35,8 @@ const MAX_HOPS = 32;
 
 /** Resolves the client address of a request, honouring trusted proxies, and groups IPv6 by prefix. */
 export class ClientIp {
-  readonly #trusted: (address: string, hop: number) => boolean;
+  /** Whether a hop is a trusted proxy; `address` is undefined for a peer without one (a unix socket). */
+  readonly #trusted: (address: string | undefined, hop: number) => boolean;
   /** `group`'s answers: a busy gateway's clients come back again and again. */
   readonly #groups: (address: string) => string;
 
@@ -54,14 +55,16 @@ export class ClientIp {
   /**
    * The client's address: the first hop, walking from the socket peer towards the client, that is
    * not a trusted proxy. Entries that are not IP addresses end the walk at the last good hop.
-   * Undefined only when the socket has no address (it was already closed).
+   * A socket without an address (a unix-domain socket, or one already closed) is trusted as
+   * Express's `trust proxy` trusts it: by `true` and a hop count, not by a list of addresses.
+   * Undefined when no hop says who the client is.
    */
   address(
     remoteAddress: string | undefined,
     forwardedFor: string | string[] | undefined,
   ): string | undefined {
     let current = parseHop(remoteAddress);
-    if (current === undefined || forwardedFor === undefined) return current;
+    if (forwardedFor === undefined) return current;
     const header = Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor;
     const hops = header.split(',');
     for (let hop = 0; hop < MAX_HOPS && hops.length > 0; hop++) {
@@ -95,7 +98,7 @@ export function ipKey(address: string, ipv6Subnet: number | false): string {
   return `${canonicalIpv6(network)}/${ipv6Subnet}`;
 }
 
-function compileTrust(trust: TrustProxy): (address: string, hop: number) => boolean {
+function compileTrust(trust: TrustProxy): (address: string | undefined, hop: number) => boolean {
   if (trust === true) return () => true;
   if (trust === false) return () => false;
   if (typeof trust === 'number') {
@@ -111,7 +114,7 @@ function compileTrust(trust: TrustProxy): (address: string, hop: number) => bool
   trust.forEach((entry, i) => {
     for (const item of PRESETS[entry] ?? [entry]) ranges.add(item, `trustProxy[${i}]`);
   });
-  return (address) => ranges.has(address);
+  return (address) => address !== undefined && ranges.has(address);
 }
 
 /**
