@@ -1,6 +1,6 @@
 import type { Check, Decision } from '../decision.js';
 import { ConfigError, shown } from '../errors.js';
-import { consumeNow, type HeaderFacts, headerFacts, type Limiter } from '../limiter.js';
+import { consumeNow, decidedAt, type HeaderFacts, headerFacts, type Limiter } from '../limiter.js';
 import { ClientIp, parseHop, type TrustProxy } from './clientIp.js';
 import {
   type HeaderOptions,
@@ -115,7 +115,10 @@ export interface RateLimitOptions<Req> {
   onShadowExceeded?: (req: Req, info: RateLimitInfo) => void;
   /** Store failures, bad `cost` results, and exceptions thrown by the callbacks above. @default process.emitWarning */
   onError?: (error: unknown, req: Req) => void;
-  /** Clock in ms for absolute reset times (`resetTime`, `X-RateLimit-Reset`). @default Date.now */
+  /**
+   * Clock in ms for absolute reset times (`resetTime`, `X-RateLimit-Reset`).
+   * @default a tokenlease limiter's own clock, as it read it for the decision (`Date.now` for another limiter)
+   */
   now?: () => number;
 }
 
@@ -273,7 +276,11 @@ export class RateLimitCore<Req> {
   readonly #static: RuleSet<Req> | undefined;
   readonly #apiKeyHeader: string;
   readonly #hide: ((req: Req, view: RequestView) => boolean) | undefined;
-  readonly #now: () => number;
+  /**
+   * The time a decision was made at (`fresh`: it came from the store), which absolute reset times
+   * count from: the `now` option's, else a tokenlease limiter's clock as its decision read it.
+   */
+  readonly #decidedAt: (fresh: boolean) => number;
   readonly #allow: ClientList;
   readonly #deny: ClientList;
   readonly #standard: StandardHeaders | false;
@@ -319,11 +326,14 @@ export class RateLimitCore<Req> {
     // A limiter that does not say (not a tokenlease one) is taken to have observers.
     this.#observed = o.limiter.observesDecisions !== false;
     const limiter = o.limiter;
+    const now = o.now;
     if (typeof limiter[consumeNow] === 'function' && typeof limiter[headerFacts] === 'function') {
       this.#consumeOne = (policy, key, cost) => limiter[consumeNow](policy, key, cost);
       this.#consumeChecks = (checks) => limiter[consumeNow](checks);
       this.#factsOf = (policy) => limiter[headerFacts](policy);
+      this.#decidedAt = now ?? ((fresh) => limiter[decidedAt](fresh));
     } else {
+      this.#decidedAt = now ?? Date.now;
       this.#consumeOne = (policy, key, cost) => limiter.consume(policy, key, cost);
       this.#consumeChecks = (checks) => limiter.consume(checks);
       this.#factsOf = (policy) => ({
@@ -340,7 +350,6 @@ export class RateLimitCore<Req> {
       now: 0,
     };
     this.#apiKeyHeader = headerName(o.apiKeyHeader ?? 'x-api-key', 'apiKeyHeader');
-    this.#now = o.now ?? Date.now;
     if (o.plans !== undefined) {
       if (o.rules !== undefined || o.costs !== undefined) {
         throw new ConfigError(
@@ -551,10 +560,11 @@ export class RateLimitCore<Req> {
       return then(this.#failed(err, req), req, ctx);
     }
     if (!(decided instanceof Promise)) {
-      return settle(this.#shadowed(req, view, ids, plan, decided), then, req, ctx);
+      // Without an enforced rule the limiter was not asked: nothing read its clock for this request.
+      return settle(this.#shadowed(req, view, ids, plan, decided, decided === undefined), then, req, ctx);
     }
     return decided.then(
-      (decision) => settle(this.#shadowed(req, view, ids, plan, decision), then, req, ctx),
+      (decision) => settle(this.#shadowed(req, view, ids, plan, decision, true), then, req, ctx),
       (err: unknown) => then(this.#failed(err, req), req, ctx),
     );
   }
@@ -568,31 +578,38 @@ export class RateLimitCore<Req> {
     return this.#o.passOnStoreError ? NOTHING : this.#unavailable();
   }
 
-  /** The outcome once the enforced rules are decided, after deciding the shadow rules when any. */
+  /**
+   * The outcome once the enforced rules are decided, after deciding the shadow rules when any.
+   * `fresh`: the decision was not made in this call (it came from the store), so the limiter's
+   * clock is read again for it.
+   */
   #shadowed(
     req: Req,
     view: RequestView,
     ids: Identity,
     plan: Plan<Req>,
     decision: Decision | undefined,
+    fresh: boolean,
   ): Outcome | Promise<Outcome> {
     const { results } = plan;
     if (results.length === 0) return NOTHING;
+    // Before the shadow rules' consume, which is another decision.
+    const now = this.#decidedAt(fresh);
     // A one-rule call's decision has no `checks`: it is that rule's.
     const decided = decision?.checks;
     let next = 0;
     for (const r of results) if (r.enforced) r.decision = decided === undefined ? decision : decided[next++];
-    if (plan.shadowed === 0 || decision?.allowed === false) return this.#outcome(req, view, ids, plan);
+    if (plan.shadowed === 0 || decision?.allowed === false) return this.#outcome(req, view, ids, plan, now);
     // All-or-nothing among shadow rules too: what enforcing them would have counted.
     return this.#o.limiter.consume(checksOf(plan, false)).then(
       (d) => {
         next = 0;
         for (const r of results) if (!r.enforced) r.decision = d.checks?.[next++];
-        return this.#outcome(req, view, ids, plan);
+        return this.#outcome(req, view, ids, plan, now);
       },
       (err: unknown) => {
         this.#report(err, req);
-        return this.#outcome(req, view, ids, plan);
+        return this.#outcome(req, view, ids, plan, now);
       },
     );
   }
@@ -657,9 +674,9 @@ export class RateLimitCore<Req> {
     return { results, rules: met ?? all, facts, route, shadowed };
   }
 
-  #outcome(req: Req, view: RequestView, ids: Identity, plan: Plan<Req>): Outcome {
+  /** `now`: when the enforced rules were decided, in ms. */
+  #outcome(req: Req, view: RequestView, ids: Identity, plan: Plan<Req>, now: number): Outcome {
     const o = this.#o;
-    const now = this.#now();
     const { results } = plan;
     // No intermediate arrays, and `states` sized once (an array grown by push gets room for 16):
     // this runs for every request.
