@@ -96,6 +96,11 @@ export interface LeaseStrategy<Res> {
    * what is left); below 1, every decision goes to the store.
    */
   cap(now: number): number;
+  /**
+   * Whether the next lease is worth fetching now though more than a quarter of the last one is
+   * still held (the core refills ahead at a quarter left); `cap` then sizes it.
+   */
+  refillsEarly(now: number): boolean;
   /** How far ahead this instance's demand is counted when sizing a lease. */
   horizon(now: number): number;
   /** Tokens left in the shared state as the store last said, carried forward to `now`. */

@@ -133,6 +133,10 @@ export abstract class LeasedKey<Res>
   abstract learn(result: Res, p: SyncParams, now: number): Grant;
   abstract release(window: number, tokens: number): StoreRequest<unknown>;
   abstract cap(now: number): number;
+  // Most algorithms refill at a quarter left only.
+  refillsEarly(_now: number): boolean {
+    return false;
+  }
   abstract horizon(now: number): number;
   abstract remaining(now: number): number;
   abstract override resetMs(now: number, remaining: number): number;
@@ -367,7 +371,8 @@ export abstract class LeasedKey<Res>
   #refillAhead(now: number): void {
     if (this.inflight || now < this.#deniedUntil) return;
     const slice = this.slice;
-    if (slice && lease.unused(slice.segments) > Math.ceil(this.lastGrant / 4)) return;
+    if (slice && lease.unused(slice.segments) > Math.ceil(this.lastGrant / 4) && !this.refillsEarly(now))
+      return;
     if (!this.#expectedSoon(now)) return;
     this.#acquire(1, BACKGROUND).catch(() => {});
   }

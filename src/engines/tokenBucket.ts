@@ -135,9 +135,34 @@ class TokenBucketKey extends LeasedKey<AcquireResult | SyncResult> {
     if (!this.#oversubscribed()) return this.#farCap(now);
     // Oversubscribed, one lease at a time: tokens fetched while some are still held would wait here
     // for this instance's requests while peers are refused (for a lease of 1 or 2, "a quarter
-    // left" is the whole of what is left).
-    const holding = this.slice !== undefined && lease.unused(this.slice.segments) >= 1;
-    return holding ? 0 : this.rule.maxLease;
+    // left" is the whole of what is left). A busy instance queues a second (`#queuesAnother`).
+    const held = this.slice === undefined ? 0 : lease.unused(this.slice.segments);
+    return held < 1 || this.#queuesAnother(now, held) ? this.rule.maxLease : 0;
+  }
+
+  override refillsEarly(now: number): boolean {
+    const slice = this.slice;
+    return (
+      slice !== undefined && this.#oversubscribed() && this.#queuesAnother(now, lease.unused(slice.segments))
+    );
+  }
+
+  /**
+   * Oversubscribed, whether an instance holding `held` tokens fetches its next lease already: when
+   * its demand over the saturated horizon covers them and a whole lease more, up to two leases (the
+   * most `H` counts in docs/architecture.md "Guarantees"). Such an instance spends each token
+   * within milliseconds of its existing; waiting until its lease was spent, it asked again behind
+   * every peer's lease (about 800 ms of refill in retry-honour) and refused its own clients
+   * meanwhile, while the refill went to quieter peers' leases, where tokens wait for slower
+   * requests. With the second lease queued, its share of the refill follows its demand: worst drift
+   * of retry-honour over seeds 1–24 -2.23 → -1.91 % on average, the fleet stand-in's store calls
+   * unchanged (docs/accuracy.md). Unbounded (as many leases as the demand covers) cost the stand-in
+   * 2.4 % more calls for the same drift: the hot keys' instances ran into `ahead` and were refused.
+   */
+  #queuesAnother(now: number, held: number): boolean {
+    const { maxLease, horizonMs } = this.rule;
+    const demand = demandPerMs(this, now) * horizonMs * SATURATED_HORIZON;
+    return held + maxLease <= Math.min(2 * maxLease, demand);
   }
 
   horizon(): number {

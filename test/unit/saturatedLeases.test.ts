@@ -7,7 +7,8 @@ import { closedAfterEach } from '../support/closedAfterEach.js';
  * from"): each token an instance leases waits there for its next requests while peers are refused,
  * so the fleet lags the exact bucket by about rate × horizon / 2. Oversubscribed (below half the
  * burst after the instance's last grant), leases cover a shorter horizon and an instance holds one
- * at a time (a quiet one holds none: test/unit/quietInstancesExact.test.ts); far from empty they
+ * at a time, two if its demand covers them (a quiet one holds none:
+ * test/unit/quietInstancesExact.test.ts); far from empty they
  * keep the configured horizon (80 % of it in a fleet known to have more than one instance).
  */
 const POLICY: TokenBucketPolicy = { algorithm: 'token-bucket', rate: 100, period: '1s', burst: 100 };
@@ -90,28 +91,47 @@ describe('token-bucket lease sizes', () => {
     expect(Math.max(...wants.slice(-3)), '20/s over 150 ms').toBeLessThanOrEqual(3);
   });
 
-  it('are one at a time while the bucket is oversubscribed', async () => {
+  /**
+   * What the tested instance held each time it asked for a lease, the last ten times, with a peer
+   * at 200/s keeping the bucket below zero and the tested instance seeing a request every
+   * `everyMs`.
+   */
+  async function heldWhenAsking(everyMs: number): Promise<number[]> {
     let t = 1_000_000;
     let granted = 0;
     let admitted = 0;
-    const heldWhenAsked: number[] = [];
+    const held: number[] = [];
     const { tested, peer } = pair(
       POLICY,
       () => t,
       (_want, got) => {
-        heldWhenAsked.push(granted - admitted);
+        held.push(granted - admitted);
         granted += got;
       },
     );
-    // The peer at 200/s keeps the bucket below zero; the tested instance sees 100/s.
     for (let ms = 0; ms < 2000; ms += 5) {
       t = 1_000_000 + ms;
       await peer.consume('p', 'k');
-      if (ms % 10 === 0 && (await tested.consume('p', 'k')).allowed) admitted++;
+      if (ms % everyMs === 0 && (await tested.consume('p', 'k')).allowed) admitted++;
     }
-    const late = heldWhenAsked.slice(-10);
+    const late = held.slice(-10);
     expect(late.length, 'the tested instance kept leasing').toBe(10);
+    return late;
+  }
+
+  it('are one at a time while the bucket is oversubscribed', async () => {
+    // 50/s: 7.5 tokens over the saturated horizon, less than a whole lease (10) more than it holds.
+    const late = await heldWhenAsking(20);
     // Refilled ahead only once everything held was spent (sizes are whole tokens here).
     expect(Math.max(...late), 'held when it asked').toBeLessThan(1);
+  });
+
+  it('are two at most at an instance whose demand covers a second one', async () => {
+    // 200/s, as fast as the peer: 30 tokens over the saturated horizon. Asking only once its lease
+    // was spent, it waited behind the peer's lease every time, refusing its own requests meanwhile.
+    const late = await heldWhenAsking(5);
+    expect(Math.max(...late), 'asked for the next lease while still holding one').toBeGreaterThanOrEqual(1);
+    // The docs' bound on what an instance holds: two leases of at most `maxFraction · burst` (10).
+    expect(Math.max(...late), 'held at most one lease when it asked').toBeLessThanOrEqual(10);
   });
 });
