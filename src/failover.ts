@@ -281,9 +281,12 @@ export class Failover {
    * outage when that is larger (e.g. sticky balancing), at most all of it.
    */
   #localShape(fr: FailRule, s: FallbackState, now: number): TokenBucketShape {
-    const leasedPerMs = (s.leased * Math.exp(-Math.max(0, now - s.leasedAt) / SHARE_TAU_MS)) / SHARE_TAU_MS;
+    const leased = s.leased * Math.exp(-Math.max(0, now - s.leasedAt) / SHARE_TAU_MS);
+    // Against what the rule could give in that time (its burst and the refill), not the refill
+    // alone: any instance in use outruns an hourly or daily quota's refill, and took the whole rule.
+    const given = fr.burst + (fr.rate * SHARE_TAU_MS) / fr.periodMs;
     const fleet = Math.max(this.#expectedInstances, this.#fleet());
-    const share = Math.min(1, Math.max(1 / fleet, leasedPerMs / (fr.rate / fr.periodMs)));
+    const share = Math.min(1, Math.max(1 / fleet, leased / given));
     // At least one token (or the whole burst if smaller), so a small limit is not shut off entirely.
     const burst = Math.max(fr.burst * share, Math.min(1, fr.burst));
     return { rate: fr.rate * share, periodMs: fr.periodMs, burst };
