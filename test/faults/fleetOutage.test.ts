@@ -5,7 +5,7 @@
  * instance.
  */
 import { describe, expect, it } from 'vitest';
-import { Limiter, RedisStore } from '../../src/index.js';
+import { closeFleet, outageFleet } from '../support/outageFleet.js';
 import { privateRedis } from '../support/privateRedis.js';
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -21,18 +21,10 @@ const redis = privateRedis();
 
 describe('outage admissions with the default expectedInstances', () => {
   it('across 5 instances, about the limit per key, not 5 times it', async () => {
-    const instances = await Promise.all(
-      Array.from({ length: INSTANCES }, async () => {
-        const store = new RedisStore({ client: redis.client(), timeoutMs: 50 });
-        await store.ready();
-        // fail: 'local' (the default), expectedInstances left at its default of 1.
-        const limiter = new Limiter({
-          store,
-          policies: { p: { algorithm: 'token-bucket', rate: RATE, burst: RATE } },
-        });
-        return { store, limiter };
-      }),
-    );
+    // fail: 'local' (the default), expectedInstances left at its default of 1.
+    const instances = await outageFleet(redis.client, INSTANCES, {
+      policies: { p: { algorithm: 'token-bucket', rate: RATE, burst: RATE } },
+    });
 
     // Traffic at about the limit, spread evenly, until every instance has counted the fleet.
     const demandEveryMs = (1000 * INSTANCES) / RATE;
@@ -75,7 +67,6 @@ describe('outage admissions with the default expectedInstances', () => {
       );
       expect(c.fallback, `key ${k}: the fail policy admitted something`).toBeGreaterThan(0);
     }
-    await Promise.all(instances.map(({ limiter }) => limiter.close()));
-    await Promise.all(instances.map(({ store }) => store.close()));
+    await closeFleet(instances);
   });
 });

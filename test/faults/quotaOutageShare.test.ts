@@ -6,7 +6,8 @@
  * refill rate, which for an hourly quota any instance in use outruns: its share came out as 1.
  */
 import { describe, expect, it } from 'vitest';
-import { Limiter, type PolicyConfig, RedisStore } from '../../src/index.js';
+import type { PolicyConfig } from '../../src/index.js';
+import { closeFleet, outageFleet } from '../support/outageFleet.js';
 import { privateRedis } from '../support/privateRedis.js';
 
 const INSTANCES = 6;
@@ -22,18 +23,10 @@ const QUOTAS: [string, PolicyConfig][] = [
 
 describe('fail: local on a quota-like rule', () => {
   it('admits about one share per instance, not the whole rule on each', async () => {
-    const instances = await Promise.all(
-      Array.from({ length: INSTANCES }, async () => {
-        const store = new RedisStore({ client: redis.client(), timeoutMs: 50 });
-        await store.ready();
-        const limiter = new Limiter({
-          store,
-          expectedInstances: INSTANCES,
-          policies: Object.fromEntries(QUOTAS),
-        });
-        return { store, limiter };
-      }),
-    );
+    const instances = await outageFleet(redis.client, INSTANCES, {
+      expectedInstances: INSTANCES,
+      policies: Object.fromEntries(QUOTAS),
+    });
     // Half of each quota spent before the outage, evenly: 50 per instance.
     for (let i = 0; i < LIMIT / 2 / INSTANCES; i++) {
       for (const { limiter } of instances) {
@@ -56,7 +49,6 @@ describe('fail: local on a quota-like rule', () => {
       expect(n, `${policy}: fail-policy admissions across instances`).toBeLessThanOrEqual(LIMIT + INSTANCES);
       expect(n, `${policy}: the fail policy admitted something`).toBeGreaterThan(0);
     }
-    await Promise.all(instances.map(({ limiter }) => limiter.close()));
-    await Promise.all(instances.map(({ store }) => store.close()));
+    await closeFleet(instances);
   });
 });
