@@ -1,5 +1,5 @@
 import { type Duration, parseDuration, TIMED } from './duration.js';
-import { StoreUnavailableError } from './errors.js';
+import { StoreOverloadError, StoreUnavailableError } from './errors.js';
 import { countOption } from './options.js';
 import type { Operation, RunOptions, Store } from './stores/store.js';
 import { tokenBucketRelease } from './stores/tokenBucketOps.js';
@@ -61,6 +61,16 @@ export class CircuitBreaker {
   success(): void {
     this.#state = 'closed';
     this.#consecutive = 0;
+  }
+
+  /**
+   * The call was not sent because of the instance's own backlog (`StoreOverloadError`): it says
+   * nothing of the store, so it is no failure; a probe that ended so just did not probe.
+   */
+  inconclusive(): void {
+    if (this.#state !== 'half-open') return;
+    this.#state = 'open';
+    this.#openedAt = this.#now();
   }
 
   failure(): void {
@@ -189,7 +199,8 @@ export class GuardedStore implements Store {
     try {
       result = await this.inner.run(op, key, req, options);
     } catch (err) {
-      breaker.failure();
+      if (err instanceof StoreOverloadError) breaker.inconclusive();
+      else breaker.failure();
       this.#report();
       throw err;
     }

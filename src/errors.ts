@@ -71,6 +71,14 @@ export class StoreUnavailableError extends TokenleaseError {
   }
 }
 
+/**
+ * The store was answering, but the call waited behind so many others (thousands of keys new to
+ * the instance at one moment) that its `timeoutMs` ran out before it was sent. Never sent, so it
+ * is a `StoreUnavailableError` (same `code`) and the fail policy decides; the circuit breaker does
+ * not count it, as the store is not failing.
+ */
+export class StoreOverloadError extends StoreUnavailableError {}
+
 /** The limiter (or store) was used after `close()`. */
 export class ClosedError extends TokenleaseError {
   constructor(what: string) {

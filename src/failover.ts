@@ -82,6 +82,13 @@ export interface FailoverOptions {
   onBreaker: (state: BreakerState) => void;
 }
 
+/**
+ * Debts written back at once: they go out together in a few batches, instead of one round trip
+ * each (a flood of new keys left 2 553 debts behind), yet a long backlog does not queue past the
+ * store's timeout and come back as not sent.
+ */
+const DRAIN_SLICE = 256;
+
 /** Time constant of the share estimate: leases older than a few multiples of this stop counting. */
 const SHARE_TAU_MS = 5000;
 
@@ -229,26 +236,30 @@ export class Failover {
 
   async #drain(): Promise<void> {
     this.#flushedAt = this.#now();
-    for (const s of [...this.#debts]) {
-      // Its shard is still suspended: it waits for a later flush.
-      if (!this.store.wouldPass(s.storageKey)) continue;
-      this.#debts.delete(s);
-      const tokens = s.owed;
-      const fr = s.local?.rule;
-      if (tokens <= 0 || fr === undefined) continue;
-      s.owed = 0;
-      try {
-        const { rate, periodMs, burst } = fr;
-        await this.store.run(tokenBucketDebit, s.storageKey, { rate, periodMs, burst, tokens });
-        this.stats.tokensWrittenBack += tokens;
-      } catch (err) {
-        // Not sent (its shard is suspended or disconnected): it stays owed, for the next success.
-        if (err instanceof StoreUnavailableError) {
-          s.owed += tokens;
-          this.#debts.add(s);
-        } else {
-          this.stats.tokensNotWrittenBack += tokens;
-        }
+    // Debts of a shard still suspended wait for a later flush.
+    const due = [...this.#debts].filter((s) => this.store.wouldPass(s.storageKey));
+    for (let i = 0; i < due.length; i += DRAIN_SLICE) {
+      await Promise.all(due.slice(i, i + DRAIN_SLICE).map((s) => this.#writeBack(s)));
+    }
+  }
+
+  async #writeBack(s: FallbackState): Promise<void> {
+    this.#debts.delete(s);
+    const tokens = s.owed;
+    const fr = s.local?.rule;
+    if (tokens <= 0 || fr === undefined) return;
+    s.owed = 0;
+    try {
+      const { rate, periodMs, burst } = fr;
+      await this.store.run(tokenBucketDebit, s.storageKey, { rate, periodMs, burst, tokens });
+      this.stats.tokensWrittenBack += tokens;
+    } catch (err) {
+      // Not sent (its shard is suspended or disconnected): it stays owed, for the next success.
+      if (err instanceof StoreUnavailableError) {
+        s.owed += tokens;
+        this.#debts.add(s);
+      } else {
+        this.stats.tokensNotWrittenBack += tokens;
       }
     }
   }

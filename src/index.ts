@@ -14,6 +14,7 @@ export {
   ClosedError,
   ConfigError,
   StoreError,
+  StoreOverloadError,
   StoreTimeoutError,
   StoreUnavailableError,
   TokenleaseError,

@@ -7,12 +7,19 @@
  * in flight, and apart from them at most half as many of background calls only, so background work
  * never takes the slot a waiting call needs.
  *
- * Every call settles within `timeoutMs` of the end of the event-loop turn it was made in, queueing
- * included: one still queued then was never sent and fails as unavailable; one already sent fails
- * as timed out (it may have run, and is never sent again). Not of the moment it was made: nothing
- * can be sent before the turn ends, and a turn longer than `timeoutMs` (a flood of new keys while
- * the code is JIT-cold, synchronous work in the gateway) is the gateway's time, not the store's;
- * counted, it failed a healthy store's calls and opened the breaker.
+ * A call still queued `timeoutMs` after the end of the event-loop turn it was made in was never
+ * sent, and fails: as overloaded (`StoreOverloadError`) when the store is answering and the calls
+ * ahead of it took the time, as unavailable when the connection is not up or has gone quiet. Not of
+ * the moment it was made: nothing can be sent before the turn ends, and a turn longer than
+ * `timeoutMs` (a flood of new keys while the code is JIT-cold, synchronous work in the gateway) is
+ * the gateway's time, not the store's.
+ *
+ * A sent batch times out (it may have run, and is never sent again) once its connection (`laneOf`)
+ * has answered nothing for `timeoutMs` since the batch was written or since its last answer. Not
+ * `timeoutMs` after it was written: a connection answers in order, so a batch behind a backlog of
+ * others waits for them while Redis works through them, and counted from its write, 10 000 new keys
+ * in one turn timed out a healthy store's batches and opened the breaker. A call's own `timeoutMs`
+ * (a closing limiter's) stays a hard deadline.
  *
  * A key's calls go out one flush at a time: calls for a key with calls in flight wait for their
  * answer. Within a flush they run in the order they were made, background calls included: a
@@ -24,7 +31,7 @@
  * to settle only when Redis answers or the connection drops, not at a client-side timeout.
  */
 import pLimit, { type LimitFunction } from 'p-limit';
-import { StoreTimeoutError, StoreUnavailableError } from '../errors.js';
+import { StoreOverloadError, StoreTimeoutError, StoreUnavailableError } from '../errors.js';
 import { deadline } from './deadline.js';
 
 /** One call waiting for its batch. */
@@ -50,6 +57,8 @@ export interface BatcherOptions {
   send(items: readonly BatchItem[]): Promise<readonly ItemReply[]>;
   /** The group of a key: keys of different groups never share a batch. */
   groupOf(key: string): string;
+  /** The connection a key's batch goes over (a Redis Cluster node): it answers its batches in order. */
+  laneOf(key: string): string;
   /**
    * Whether a batch may go now. While not (the connection is still being set up), calls wait for
    * `ready()` within their timeout.
@@ -71,6 +80,8 @@ class Pending implements BatchItem {
   readonly args: readonly (string | number)[];
   readonly background: boolean;
   readonly timeoutMs: number;
+  /** Its own timeout was given (a closing limiter's): it holds even while the connection answers. */
+  readonly hard: boolean;
   /** Put into a batch: its key is claimed until the batch is answered (or it expires unsent). */
   claimed = false;
   sent = false;
@@ -90,11 +101,20 @@ class Pending implements BatchItem {
     this.args = item.args;
     this.background = item.background;
     this.timeoutMs = timeoutMs;
+    this.hard = item.timeoutMs !== undefined;
     this.#settle = item.settle;
   }
 
   arm(onTimeout: (p: Pending) => void): void {
     this.timer ??= deadline(this.timeoutMs, () => onTimeout(this));
+  }
+
+  /** Written to the connection: unless hard, its batch's watch (`Flight`) times it out from now on. */
+  written(): void {
+    this.sent = true;
+    if (this.hard) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   settle(error: unknown, reply?: unknown): void {
@@ -103,6 +123,29 @@ class Pending implements BatchItem {
     clearTimeout(this.timer);
     this.#settle(error, reply);
   }
+}
+
+/** A connection: its batches not yet answered, and when it last answered one. */
+class Lane {
+  busy = 0;
+  /** When it last answered, or took its first batch since it had none in flight. */
+  heardAt = 0;
+  /** A batch on it timed out, and it has answered nothing since. */
+  late = false;
+}
+
+/** A batch written and not yet answered, with the one watch that times out its calls. */
+class Flight {
+  answered = false;
+  /** When a look found the connection quiet for `timeoutMs`: the next look, after a poll phase, decides. */
+  quietAt: number | undefined = undefined;
+  timer: NodeJS.Timeout | undefined = undefined;
+
+  constructor(
+    readonly lane: Lane,
+    readonly items: readonly Pending[],
+    readonly writtenAt: number,
+  ) {}
 }
 
 export class Batcher {
@@ -120,6 +163,7 @@ export class Batcher {
   readonly #claimed = new Map<string, number>();
   /** Of those, keys whose call timed out: a new call for one fails at once, never sent. */
   readonly #stuck = new Set<string>();
+  readonly #lanes = new Map<string, Lane>();
   #immediate: NodeJS.Immediate | undefined;
   #timer: NodeJS.Timeout | undefined;
   /** Batches sent so far: round trips, for stats. */
@@ -225,10 +269,9 @@ export class Batcher {
     // Waited for a batch slot past its deadline: the item already failed as never sent.
     const live = chunk.filter((p) => !p.done);
     if (live.length === 0) return;
-    for (const p of live) p.sent = true;
-    this.batches++;
+    const flight = this.#written(live);
     try {
-      const replies = await this.#options.send(live);
+      const replies = await this.#options.send(live).finally(() => this.#answered(flight));
       live.forEach((p, i) => {
         const r = replies[i];
         if (r?.ok) p.settle(undefined, r.reply);
@@ -240,6 +283,70 @@ export class Batcher {
       for (const p of live) this.#release(p);
       this.#schedule();
     }
+  }
+
+  #written(live: readonly Pending[]): Flight {
+    for (const p of live) p.written();
+    this.batches++;
+    const id = this.#options.laneOf(live[0]!.key);
+    let lane = this.#lanes.get(id);
+    if (!lane) {
+      lane = new Lane();
+      this.#lanes.set(id, lane);
+    }
+    const now = performance.now();
+    if (lane.busy++ === 0) lane.heardAt = now;
+    const flight = new Flight(lane, live, now);
+    this.#watch(flight, this.#options.timeoutMs);
+    return flight;
+  }
+
+  #answered(flight: Flight): void {
+    flight.answered = true;
+    clearTimeout(flight.timer);
+    flight.lane.busy--;
+    flight.lane.heardAt = performance.now();
+    flight.lane.late = false;
+  }
+
+  #watch(flight: Flight, ms: number): void {
+    flight.timer = deadline(ms, () => this.#look(flight));
+  }
+
+  /**
+   * The batch's time is up once its connection has answered nothing for `timeoutMs`, twice looked
+   * at with a poll phase between. Time alone says little in a busy turn: the turn that fails a
+   * backlog of queued calls into their fail policies can itself outlast `timeoutMs` with replies
+   * waiting unread in the socket; what the connection said by the next poll phase is what counts.
+   */
+  #look(flight: Flight): void {
+    if (flight.answered) return;
+    const { lane } = flight;
+    const { timeoutMs } = this.#options;
+    const now = performance.now();
+    if (flight.quietAt !== undefined && lane.heardAt <= flight.quietAt) {
+      lane.late = true;
+      for (const p of flight.items) {
+        if (p.done || p.hard) continue;
+        this.#stuck.add(p.key);
+        p.settle(new StoreTimeoutError(timeoutMs));
+      }
+      return;
+    }
+    const quietMs = now - Math.max(flight.writtenAt, lane.heardAt);
+    if (quietMs < timeoutMs) {
+      flight.quietAt = undefined;
+      this.#watch(flight, timeoutMs - quietMs);
+      return;
+    }
+    flight.quietAt = now;
+    setImmediate(() => this.#look(flight));
+  }
+
+  /** Whether a connection has let a batch time out and said nothing since: the store, not the queue, is slow. */
+  #late(): boolean {
+    for (const lane of this.#lanes.values()) if (lane.late) return true;
+    return false;
   }
 
   /** The call no longer holds its key; once none does, the key takes calls again. */
@@ -261,15 +368,25 @@ export class Batcher {
     if (p.done) return;
     const { timeoutMs } = p;
     if (p.sent) {
+      // Written between its timer and this check: its batch's watch decides now.
+      if (!p.hard) return;
       this.#stuck.add(p.key);
       p.settle(new StoreTimeoutError(timeoutMs));
       return;
     }
     // Claimed but still waiting for a batch slot: it will never be sent, so its key is free.
     this.#release(p);
+    if (this.#options.canSend() && !this.#late()) {
+      p.settle(
+        new StoreOverloadError(
+          `Store call not sent within ${timeoutMs} ms: the store was answering, but the calls queued ahead of it took the time`,
+        ),
+      );
+      return;
+    }
     p.settle(
       new StoreUnavailableError(
-        `Store call not sent within ${timeoutMs} ms (connection not ready or too many calls queued)`,
+        `Store call not sent within ${timeoutMs} ms (connection not ready or not answering)`,
       ),
     );
   }

@@ -306,6 +306,7 @@ export class RedisStore<C extends RedisClient = RedisClient> implements Store {
     this.#batcher = new Batcher({
       send: (items) => this.#send(items),
       groupOf: (key) => (this.#cluster ? String(keySlot(this.#sent(key))) : ''),
+      laneOf: (key) => this.#nodeOf(this.#sent(key)),
       // Before the first connection is up, calls wait for it (within their timeout); after that a
       // lost connection fails calls at once, so the breaker and fail policies take over.
       canSend: () => this.#everReady,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { StoreTimeoutError, StoreUnavailableError } from '../../src/errors.js';
+import { StoreOverloadError, StoreTimeoutError, StoreUnavailableError } from '../../src/errors.js';
 import { Batcher, type BatcherOptions, type BatchItem, type ItemReply } from '../../src/stores/batcher.js';
 
 afterEach(() => {
@@ -9,6 +9,7 @@ afterEach(() => {
 function batcher(options: Partial<BatcherOptions> & Pick<BatcherOptions, 'send'>) {
   return new Batcher({
     groupOf: () => '',
+    laneOf: () => '',
     canSend: () => true,
     timeoutMs: 50,
     maxItems: 256,
@@ -19,10 +20,34 @@ function batcher(options: Partial<BatcherOptions> & Pick<BatcherOptions, 'send'>
 }
 
 /** Adds a call and returns how it settled. */
-function call(b: Batcher, key: string, background = false) {
+function call(b: Batcher, key: string, background = false, timeoutMs?: number) {
   return new Promise<{ error?: unknown; reply?: unknown }>((resolve) => {
-    b.add({ key, script: 'op', args: [], background, settle: (error, reply) => resolve({ error, reply }) });
+    b.add({
+      key,
+      script: 'op',
+      args: [],
+      background,
+      timeoutMs,
+      settle: (error, reply) => resolve({ error, reply }),
+    });
   });
+}
+
+/** Fake timers, and the monotonic clock the batcher reads with them. */
+function fakeTime() {
+  vi.useFakeTimers({
+    toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'],
+  });
+}
+
+/** A store that runs batches one after the other, each taking `ms`: one connection to a busy Redis. */
+function serialStore(ms: number) {
+  let freeAt = 0;
+  return async (items: readonly BatchItem[]): Promise<ItemReply[]> => {
+    freeAt = Math.max(performance.now(), freeAt) + ms;
+    await new Promise((resolve) => setTimeout(resolve, freeAt - performance.now()));
+    return echo(items);
+  };
 }
 
 const echo = async (items: readonly BatchItem[]): Promise<ItemReply[]> =>
@@ -61,6 +86,7 @@ describe('Batcher', () => {
     const batches: string[][] = [];
     const b = batcher({
       groupOf: (key) => key[0]!,
+      laneOf: () => '',
       maxItems: 2,
       send: async (items) => {
         batches.push(items.map((i) => i.key));
@@ -72,7 +98,7 @@ describe('Batcher', () => {
   });
 
   it('settles every call within the timeout from the moment it is made: sent ones as timed out, queued ones as never sent', async () => {
-    vi.useFakeTimers();
+    fakeTime();
     let sent = 0;
     // A store that never answers, with room for one batch in flight.
     const b = batcher({
@@ -87,8 +113,9 @@ describe('Batcher', () => {
     const second = call(b, 'b');
     await vi.advanceTimersByTimeAsync(49);
     expect(sent, 'the second waits for a batch slot').toBe(1);
-    // The timeout, then its hop to the check phase (src/stores/deadline.ts), which fake timers run 1 ms later.
-    await vi.advanceTimersByTimeAsync(2);
+    // The timeout, its hop to the check phase (src/stores/deadline.ts) and the batch's second look
+    // after a poll phase, which fake timers run 1 ms apart.
+    await vi.advanceTimersByTimeAsync(3);
     expect((await first).error).toBeInstanceOf(StoreTimeoutError);
     const queued = (await second).error;
     expect(queued, 'never sent: certainly not applied').toBeInstanceOf(StoreUnavailableError);
@@ -154,7 +181,7 @@ describe('Batcher', () => {
   });
 
   it('after a call timed out unanswered, new calls for its key fail at once as never sent, until it is answered', async () => {
-    vi.useFakeTimers();
+    fakeTime();
     const answers: (() => void)[] = [];
     let sent = 0;
     const b = batcher({
@@ -166,8 +193,8 @@ describe('Batcher', () => {
       },
     });
     const stuck = call(b, 'a');
-    // The timeout, then its hop to the check phase (src/stores/deadline.ts), which fake timers run 1 ms later.
-    await vi.advanceTimersByTimeAsync(51);
+    // The timeout, its hop to the check phase (src/stores/deadline.ts) and the second look.
+    await vi.advanceTimersByTimeAsync(52);
     expect((await stuck).error, 'the paused call times out').toBeInstanceOf(StoreTimeoutError);
     const refused = await call(b, 'a');
     expect(refused.error, 'never sent: the fail policy answers at once').toBeInstanceOf(
@@ -186,5 +213,37 @@ describe('Batcher', () => {
     answers[2]!();
     expect((await again).reply, 'the key is usable again').toBe('a');
     expect(sent).toBe(3);
+  });
+
+  it('a batch behind others on a connection that keeps answering does not time out', async () => {
+    fakeTime();
+    // Four batches written at once to a Redis that needs 30 ms for each: the last is answered at
+    // 120 ms, 70 past its write plus the timeout, yet the connection was never quiet for 50 ms.
+    const b = batcher({ maxItems: 1, maxInFlight: 4, send: serialStore(30) });
+    const calls = ['a', 'b', 'c', 'd'].map((k) => call(b, k));
+    await vi.advanceTimersByTimeAsync(130);
+    expect((await Promise.all(calls)).map((r) => r.reply ?? r.error)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('a call still queued when its time is up fails as overloaded while the store answers', async () => {
+    fakeTime();
+    const b = batcher({ maxItems: 1, maxInFlight: 1, send: serialStore(30) });
+    const calls = ['a', 'b', 'c'].map((k) => call(b, k));
+    await vi.advanceTimersByTimeAsync(70);
+    const [a, bb, c] = await Promise.all(calls);
+    expect([a!.reply, bb!.reply]).toEqual(['a', 'b']);
+    expect(c!.error, 'never sent, and no sign of a failing store').toBeInstanceOf(StoreOverloadError);
+    expect(c!.error, 'so the fail policy answers it').toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it("a call's own timeout holds even while the connection answers", async () => {
+    fakeTime();
+    const b = batcher({ maxItems: 1, maxInFlight: 2, send: serialStore(30) });
+    const first = call(b, 'a');
+    const closing = call(b, 'b', false, 20);
+    await vi.advanceTimersByTimeAsync(25);
+    expect((await closing).error).toBeInstanceOf(StoreTimeoutError);
+    await vi.advanceTimersByTimeAsync(10);
+    expect((await first).reply).toBe('a');
   });
 });
