@@ -44,6 +44,8 @@ export interface MetricsOverhead {
   offB: number;
   /** The median over rounds of each round's on/off ratio. */
   roundMedian: number;
+  /** The median over rounds of each round's B/A ratio: the control's. */
+  controlMedian: number;
 }
 
 const SIDES = ['on', 'offA', 'offB'] as const;
@@ -79,6 +81,7 @@ export async function runMetricsOverhead(opts: MetricsOverheadOptions = {}): Pro
   for (const { limiter } of limiters) await run(limiter, Math.max(turn, 10 * keys));
   const total = { on: 0, offA: 0, offB: 0 };
   const ratios: number[] = [];
+  const controls: number[] = [];
   const order = [...limiters];
   // A fixed seed (Park-Miller), so every run shuffles alike.
   let seed = 1;
@@ -94,6 +97,7 @@ export async function runMetricsOverhead(opts: MetricsOverheadOptions = {}): Pro
     }
     for (const side of SIDES) total[side] += cpu[side];
     ratios.push((cpu.offA + cpu.offB) / (2 * cpu.on));
+    controls.push(cpu.offA / cpu.offB);
   }
   await Promise.all(limiters.map(({ limiter }) => limiter.close()));
   const side = rounds * instances * turns * turn;
@@ -104,6 +108,7 @@ export async function runMetricsOverhead(opts: MetricsOverheadOptions = {}): Pro
     offA: perCpuSecond(total.offA),
     offB: perCpuSecond(total.offB),
     roundMedian: median(ratios),
+    controlMedian: median(controls),
   };
 }
 
@@ -137,13 +142,13 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     instances: Number(values.instances),
     turns: Number(values.turns),
   };
-  const { on, off, offA, offB, roundMedian } = await runMetricsOverhead(opts);
+  const { on, off, offA, offB, roundMedian, controlMedian } = await runMetricsOverhead(opts);
   const fmt = (n: number) => `${(n / 1e6).toFixed(2)} M/s`;
   console.log(
     `lease-hit decisions per CPU-second, ${opts.instances} limiters with metrics and 2 × ${opts.instances} without, ${opts.rounds} rounds × ${opts.decisions} per side:`,
   );
   console.log(
-    `  metrics off   ${fmt(off)}   (half A ${fmt(offA)}, half B ${fmt(offB)}: B / A ${(offB / offA).toFixed(3)})`,
+    `  metrics off   ${fmt(off)}   (half A ${fmt(offA)}, half B ${fmt(offB)}: B / A ${(offB / offA).toFixed(3)}, rounds' median ${controlMedian.toFixed(3)})`,
   );
   console.log(
     `  metrics on    ${fmt(on)}   on / off ${(on / off).toFixed(3)} (rounds' median ${roundMedian.toFixed(3)}, ${(1e9 / on - 1e9 / off).toFixed(0)} ns per decision)`,

@@ -154,7 +154,7 @@ export const PROFILES: Record<Profile['name'], Profile> = {
       keys: [10_000],
     },
     adapterCpu: { rounds: 11, calls: 100_000 },
-    metrics: { rounds: 11, decisions: 100_000 },
+    metrics: { rounds: 31, decisions: 100_000 },
     memory: { keys: [10_000, 100_000, 1_000_000], redisKeys: 10_000 },
   },
   quick: {
