@@ -3,9 +3,9 @@
  * many keys' operations. Calls somebody waits for go out at the end of the current event-loop turn
  * (when every request that arrived in it has asked); background calls wait up to `maxWaitMs` for
  * company and never go ahead of a waiting call. A batch holds keys of one group only (a Redis
- * Cluster slot) and at most `maxItems` calls; at most `maxInFlight` batches with a waiting call are
- * in flight, and apart from them at most half as many of background calls only, so background work
- * never takes the slot a waiting call needs.
+ * Cluster slot) and at most `maxItems` calls; per connection (`laneOf`), at most `maxInFlight`
+ * batches with a waiting call are in flight, and apart from them at most half as many of background
+ * calls only, so background work never takes the slot a waiting call needs.
  *
  * A call still queued `timeoutMs` after the end of the event-loop turn it was made in was never
  * sent, and fails: as overloaded (`StoreOverloadError`) when the store is answering and the calls
@@ -125,13 +125,25 @@ class Pending implements BatchItem {
   }
 }
 
-/** A connection: its batches not yet answered, and when it last answered one. */
+/**
+ * A connection: its batch slots, its batches not yet answered, and when it last answered one. Slots
+ * are per connection: a Cluster node that stopped answering holds its own batches, and the other
+ * nodes' calls do not queue behind them.
+ */
 class Lane {
+  readonly gate: LimitFunction;
+  /** Batches of background calls only take at most half the slots: waiting calls always find one. */
+  readonly backgroundGate: LimitFunction;
   busy = 0;
   /** When it last answered, or took its first batch since it had none in flight. */
   heardAt = 0;
   /** A batch on it timed out, and it has answered nothing since. */
   late = false;
+
+  constructor(maxInFlight: number) {
+    this.gate = pLimit(maxInFlight);
+    this.backgroundGate = pLimit(Math.max(1, Math.floor(maxInFlight / 2)));
+  }
 }
 
 /** A batch written and not yet answered, with the one watch that times out its calls. */
@@ -150,9 +162,6 @@ class Flight {
 
 export class Batcher {
   readonly #options: BatcherOptions;
-  readonly #gate: LimitFunction;
-  /** Batches of background calls only take at most half the slots: waiting calls always find one. */
-  readonly #backgroundGate: LimitFunction;
   #foreground: Pending[] = [];
   #background: Pending[] = [];
   #made = 0;
@@ -171,8 +180,6 @@ export class Batcher {
 
   constructor(options: BatcherOptions) {
     this.#options = options;
-    this.#gate = pLimit(options.maxInFlight);
-    this.#backgroundGate = pLimit(Math.max(1, Math.floor(options.maxInFlight / 2)));
   }
 
   /** Queues one call; `item.settle` is called exactly once, within the timeout. */
@@ -246,8 +253,9 @@ export class Batcher {
     for (const list of groups.values()) {
       for (let i = 0; i < list.length; i += this.#options.maxItems) {
         const chunk = list.slice(i, i + this.#options.maxItems);
-        const gate = chunk.every((p) => p.background) ? this.#backgroundGate : this.#gate;
-        void gate(() => this.#send(chunk));
+        const lane = this.#lane(this.#options.laneOf(chunk[0]!.key));
+        const gate = chunk.every((p) => p.background) ? lane.backgroundGate : lane.gate;
+        void gate(() => this.#send(lane, chunk));
       }
     }
   }
@@ -265,11 +273,11 @@ export class Batcher {
     return [...[...sameKey, ...this.#foreground].sort(byMade), ...rest];
   }
 
-  async #send(chunk: Pending[]): Promise<void> {
+  async #send(lane: Lane, chunk: Pending[]): Promise<void> {
     // Waited for a batch slot past its deadline: the item already failed as never sent.
     const live = chunk.filter((p) => !p.done);
     if (live.length === 0) return;
-    const flight = this.#written(live);
+    const flight = this.#written(lane, live);
     try {
       const replies = await this.#options.send(live).finally(() => this.#answered(flight));
       live.forEach((p, i) => {
@@ -285,15 +293,18 @@ export class Batcher {
     }
   }
 
-  #written(live: readonly Pending[]): Flight {
-    for (const p of live) p.written();
-    this.batches++;
-    const id = this.#options.laneOf(live[0]!.key);
+  #lane(id: string): Lane {
     let lane = this.#lanes.get(id);
     if (!lane) {
-      lane = new Lane();
+      lane = new Lane(this.#options.maxInFlight);
       this.#lanes.set(id, lane);
     }
+    return lane;
+  }
+
+  #written(lane: Lane, live: readonly Pending[]): Flight {
+    for (const p of live) p.written();
+    this.batches++;
     const now = performance.now();
     if (lane.busy++ === 0) lane.heardAt = now;
     const flight = new Flight(lane, live, now);
@@ -343,12 +354,6 @@ export class Batcher {
     setImmediate(() => this.#look(flight));
   }
 
-  /** Whether a connection has let a batch time out and said nothing since: the store, not the queue, is slow. */
-  #late(): boolean {
-    for (const lane of this.#lanes.values()) if (lane.late) return true;
-    return false;
-  }
-
   /** The call no longer holds its key; once none does, the key takes calls again. */
   #release(p: Pending): void {
     if (!p.claimed) return;
@@ -376,7 +381,7 @@ export class Batcher {
     }
     // Claimed but still waiting for a batch slot: it will never be sent, so its key is free.
     this.#release(p);
-    if (this.#options.canSend() && !this.#late()) {
+    if (this.#options.canSend() && !this.#lanes.get(this.#options.laneOf(p.key))?.late) {
       p.settle(
         new StoreOverloadError(
           `Store call not sent within ${timeoutMs} ms: the store was answering, but the calls queued ahead of it took the time`,

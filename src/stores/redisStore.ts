@@ -69,7 +69,8 @@ export interface BatchOptions {
    */
   maxWaitMs?: number;
   /**
-   * Most batches in flight at once; more wait, calls a request waits for first.
+   * Most batches in flight at once per connection (each Cluster node has its own); more wait,
+   * calls a request waits for first.
    * @default 16
    */
   maxInFlight?: number;

@@ -246,4 +246,26 @@ describe('Batcher', () => {
     await vi.advanceTimersByTimeAsync(10);
     expect((await first).reply).toBe('a');
   });
+
+  it('a connection that stopped answering does not take the batch slots of the others (one Cluster node paused)', async () => {
+    fakeTime();
+    // Keys 'x…' live on a node that holds every call (paused); keys 'y…' on one that answers.
+    const b = batcher({
+      maxItems: 1,
+      maxInFlight: 2,
+      groupOf: (key) => key,
+      laneOf: (key) => key[0]!,
+      send: (items) => (items[0]!.key.startsWith('x') ? new Promise(() => {}) : echo(items)),
+    });
+    const held = ['x1', 'x2', 'x3'].map((k) => call(b, k));
+    await vi.advanceTimersByTimeAsync(1);
+    const other = call(b, 'y1');
+    await vi.advanceTimersByTimeAsync(5);
+    expect((await other).reply, 'the answering node is not queued behind the paused one').toBe('y1');
+    await vi.advanceTimersByTimeAsync(60);
+    const [x1, x2, x3] = await Promise.all(held.map(async (h) => (await h).error));
+    expect(x1).toBeInstanceOf(StoreTimeoutError);
+    expect(x2).toBeInstanceOf(StoreTimeoutError);
+    expect(x3, 'queued behind its own node: never sent').toBeInstanceOf(StoreUnavailableError);
+  });
 });
