@@ -208,12 +208,16 @@ export class KeyTable {
     }
   }
 
-  /** Disposes of the states whose rule is not `rules`' rule of that name any more. */
-  keepRules(rules: ReadonlyMap<string, Rule>): void {
+  /**
+   * Disposes of the states whose rule is not `rules`' rule of that name any more; returns the
+   * storage keys of those whose rule `rules` changed (not removed).
+   */
+  keepRules(rules: ReadonlyMap<string, Rule>): string[] {
     for (const rule of this.#byKey.keys()) if (rules.get(rule.name) !== rule) this.#byKey.delete(rule);
     this.#refreshRecency();
     const stale = [...this.#entries.entries()].filter(([, e]) => rules.get(e.rule.name) !== e.rule);
     for (const [id] of stale) this.#entries.delete(id); // dispose hands the unused tokens back
+    return stale.filter(([, e]) => rules.has(e.rule.name)).map(([id]) => id);
   }
 
   /**

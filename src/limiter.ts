@@ -405,6 +405,12 @@ export class Limiter {
   /** The engine context of each rule's key states, made at the rule's first key. */
   readonly #contexts = new Map<Rule, EngineContext>();
   #closing: Promise<void> | undefined;
+  /**
+   * Storage keys whose state the last `setPolicies` replaced, until their new state opens: a
+   * changed rule's key is not a first sight (one more request per instance and key than the new
+   * limit, admitted before the store answers). At most `maxKeys`, replaced at every `setPolicies`.
+   */
+  #replaced = new Set<string>();
   readonly #instanceId: string;
   /** Instances the store counted at the last heartbeat; 0 before the first answer. */
   #fleet = 0;
@@ -439,7 +445,11 @@ export class Limiter {
     }
     this.#table = new KeyTable({
       maxKeys,
-      open: (rule, key, id) => ENGINES[rule.algorithm].open(this.#contextOf(rule), rule as never, key, id),
+      open: (rule, key, id) => {
+        const state = ENGINES[rule.algorithm].open(this.#contextOf(rule), rule as never, key, id);
+        if (this.#replaced.size > 0 && this.#replaced.delete(id)) state.forgoFirstSight?.();
+        return state;
+      },
       dispose: (state, evicted) =>
         state.returnUnused(evicted ? 'evicted' : this.#closing ? 'closed' : 'reconfigured'),
     });
@@ -812,7 +822,7 @@ export class Limiter {
     this.#ruleAt.length = 0;
     for (const rule of this.#described.keys()) if (next.get(rule.name) !== rule) this.#described.delete(rule);
     for (const rule of this.#contexts.keys()) if (next.get(rule.name) !== rule) this.#contexts.delete(rule);
-    this.#table.keepRules(next);
+    this.#replaced = new Set(this.#table.keepRules(next));
   }
 
   /**

@@ -129,6 +129,11 @@ export interface KeyState {
   refund?(cost: number): Promise<void>;
   /** Hands back whatever is leased (lease expiry, eviction, close). Never throws. */
   returnUnused(reason: ReturnReason): void;
+  /**
+   * The limiter's: this instance held the key under the rule this state's replaced (`setPolicies`),
+   * so it has had its first sight of the key and must not admit another before the store answers.
+   */
+  forgoFirstSight?(): void;
   /** Periodic upkeep; true when the state holds nothing worth keeping and may be forgotten. */
   sweep(now: number): boolean;
 }

@@ -124,6 +124,10 @@ export abstract class LeasedKey<Res>
     return this.rule.writeBehind;
   }
 
+  forgoFirstSight(): void {
+    this.#sighted = true;
+  }
+
   // The algorithm's part, `LeaseStrategy` (documented there).
   abstract override get limit(): number;
   abstract get maxLease(): number;
