@@ -134,8 +134,7 @@ class Lane {
   readonly gate: LimitFunction;
   /** Batches of background calls only take at most half the slots: waiting calls always find one. */
   readonly backgroundGate: LimitFunction;
-  busy = 0;
-  /** When it last answered, or took its first batch since it had none in flight. */
+  /** When it last answered a batch. */
   heardAt = 0;
   /** A batch on it timed out, and it has answered nothing since. */
   late = false;
@@ -305,9 +304,7 @@ export class Batcher {
   #written(lane: Lane, live: readonly Pending[]): Flight {
     for (const p of live) p.written();
     this.batches++;
-    const now = performance.now();
-    if (lane.busy++ === 0) lane.heardAt = now;
-    const flight = new Flight(lane, live, now);
+    const flight = new Flight(lane, live, performance.now());
     this.#watch(flight, this.#options.timeoutMs);
     return flight;
   }
@@ -315,7 +312,6 @@ export class Batcher {
   #answered(flight: Flight): void {
     flight.answered = true;
     clearTimeout(flight.timer);
-    flight.lane.busy--;
     flight.lane.heardAt = performance.now();
     flight.lane.late = false;
   }
@@ -337,11 +333,7 @@ export class Batcher {
     const now = performance.now();
     if (flight.quietAt !== undefined && lane.heardAt <= flight.quietAt) {
       lane.late = true;
-      for (const p of flight.items) {
-        if (p.done || p.hard) continue;
-        this.#stuck.add(p.key);
-        p.settle(new StoreTimeoutError(timeoutMs));
-      }
+      for (const p of flight.items) if (!p.done && !p.hard) this.#timedOut(p);
       return;
     }
     const quietMs = now - Math.max(flight.writtenAt, lane.heardAt);
@@ -352,6 +344,12 @@ export class Batcher {
     }
     flight.quietAt = now;
     setImmediate(() => this.#look(flight));
+  }
+
+  /** A sent call fails unanswered: it may still run, so its key takes no new call until it is answered. */
+  #timedOut(p: Pending): void {
+    this.#stuck.add(p.key);
+    p.settle(new StoreTimeoutError(p.timeoutMs));
   }
 
   /** The call no longer holds its key; once none does, the key takes calls again. */
@@ -374,9 +372,7 @@ export class Batcher {
     const { timeoutMs } = p;
     if (p.sent) {
       // Written between its timer and this check: its batch's watch decides now.
-      if (!p.hard) return;
-      this.#stuck.add(p.key);
-      p.settle(new StoreTimeoutError(timeoutMs));
+      if (p.hard) this.#timedOut(p);
       return;
     }
     // Claimed but still waiting for a batch slot: it will never be sent, so its key is free.
