@@ -58,14 +58,12 @@ async function flood(fleetKnown: boolean, connect: Connect = client) {
   return { decisions, breakerStates, timeouts, stats, charged, roundTrips };
 }
 
-function expectClean(run: Awaited<ReturnType<typeof flood>>): void {
+function expectChargedOnce(run: Awaited<ReturnType<typeof flood>>): void {
   expect(run.decisions.filter((d) => !d.allowed)).toEqual([]);
   expect(run.breakerStates).toEqual([]);
   expect(run.timeouts).toEqual([]);
   expect(run.stats.tokensNotWrittenBack).toBe(0);
   expect(run.charged).toBe(KEYS);
-  // Batched: a few dozen round trips, not one per key (nor one per debt written back).
-  expect(run.roundTrips).toBeLessThan(KEYS / 50);
 }
 
 describe('10 000 keys new to an instance in one turn, healthy Redis', () => {
@@ -76,7 +74,9 @@ describe('10 000 keys new to an instance in one turn, healthy Redis', () => {
       console.log(
         `fleet ${fleetKnown ? 'known' : 'unknown'}: ${fallbackDecisions} decisions by the fail policy (store calls queued past timeoutMs), ${tokensWrittenBack} tokens written back, ${run.roundTrips} round trips`,
       );
-      expectClean(run);
+      expectChargedOnce(run);
+      // Batched: a few dozen round trips, not one per key (nor one per debt written back).
+      expect(run.roundTrips).toBeLessThan(KEYS / 50);
     }, 60_000);
   }
 
@@ -85,11 +85,7 @@ describe('10 000 keys new to an instance in one turn, healthy Redis', () => {
     console.log(
       `cluster: ${run.stats.fallbackDecisions} decisions by the fail policy, ${run.roundTrips} round trips`,
     );
-    // Batches are cut per slot group, so there are more of them than on one node.
-    expect(run.decisions.filter((d) => !d.allowed)).toEqual([]);
-    expect(run.breakerStates).toEqual([]);
-    expect(run.timeouts).toEqual([]);
-    expect(run.stats.tokensNotWrittenBack).toBe(0);
-    expect(run.charged).toBe(KEYS);
+    // Batches are cut per slot group, so there are more of them than on one node: no bound on them here.
+    expectChargedOnce(run);
   }, 60_000);
 });
