@@ -89,6 +89,10 @@ interface Shard {
   lastKey: string;
   /** When a call last asked this breaker (the limiter's clock). */
   askedAt: number;
+  /** Calls waiting for the breaker to let them through (`whenPassable`), first come first woken. */
+  readonly waiters: (() => void)[];
+  /** Wakes a waiter when the probe is due; set while there are waiters and the breaker is not closed. */
+  wake: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -139,7 +143,13 @@ export class GuardedStore implements Store {
     const id = this.shardOf(key);
     let shard = this.#shards.get(id);
     if (!shard) {
-      shard = { breaker: new CircuitBreaker(this.#options, this.#now), lastKey: key, askedAt: this.#now() };
+      shard = {
+        breaker: new CircuitBreaker(this.#options, this.#now),
+        lastKey: key,
+        askedAt: this.#now(),
+        waiters: [],
+        wake: undefined,
+      };
       this.#shards.set(id, shard);
     }
     return shard;
@@ -154,6 +164,44 @@ export class GuardedStore implements Store {
   wouldPass(key: string): boolean {
     const breaker = this.breakerFor(key);
     return breaker.state === 'closed' || (breaker.state === 'open' && breaker.msUntilProbe() === 0);
+  }
+
+  /**
+   * Resolves when a call for `key` may reach the store: at once while its breaker is closed; else
+   * when the breaker closes, or, for one waiter at a time, when the breaker's probe is due (that
+   * waiter's call is the probe). A caller that must get its call through (a closing limiter) waits
+   * here instead of trying again and again calls the open breaker refuses.
+   */
+  whenPassable(key: string): Promise<void> {
+    const shard = this.#shardFor(key);
+    if (shard.breaker.state === 'closed') return Promise.resolve();
+    return new Promise((resolve) => {
+      shard.waiters.push(resolve);
+      this.#wakeLater(shard);
+    });
+  }
+
+  #wakeLater(shard: Shard): void {
+    if (shard.wake !== undefined || shard.waiters.length === 0) return;
+    const { breaker } = shard;
+    // Half-open: another call is probing; its outcome is known within a cool-down at most.
+    const ms = breaker.state === 'open' ? breaker.msUntilProbe() : this.coolDownMs;
+    shard.wake = setTimeout(() => {
+      shard.wake = undefined;
+      if (breaker.state === 'closed') {
+        this.#release(shard);
+        return;
+      }
+      if (breaker.state === 'open' && breaker.msUntilProbe() === 0) shard.waiters.shift()?.();
+      this.#wakeLater(shard);
+    }, ms).unref();
+  }
+
+  /** Lets every waiter of `shard` through: its breaker closed (or the limiter stops). */
+  #release(shard: Shard): void {
+    clearTimeout(shard.wake);
+    shard.wake = undefined;
+    for (const resolve of shard.waiters.splice(0)) resolve();
   }
 
   /** The worst state over the shards that keys still map to. */
@@ -177,16 +225,17 @@ export class GuardedStore implements Store {
     const shard = this.#shardFor(key);
     shard.lastKey = key;
     shard.askedAt = this.#now();
-    return this.#call(shard.breaker, op, key, req, options);
+    return this.#call(shard, op, key, req, options);
   }
 
   async #call<S, Req, Res>(
-    breaker: CircuitBreaker,
+    shard: Shard,
     op: Operation<S, Req, Res>,
     key: string,
     req: Req,
     options?: RunOptions,
   ) {
+    const { breaker } = shard;
     const passed = breaker.tryPass();
     this.#report();
     if (!passed) {
@@ -205,6 +254,7 @@ export class GuardedStore implements Store {
       throw err;
     }
     breaker.success();
+    if (shard.waiters.length > 0) this.#release(shard);
     this.#report();
     this.onSuccess();
     return result;
@@ -239,6 +289,7 @@ export class GuardedStore implements Store {
       if (breaker.state === 'closed') continue;
       if (this.#orphaned(id, shard)) {
         this.#shards.delete(id);
+        this.#release(shard); // their keys map to another shard now: they try that one
       } else if (
         breaker.state === 'open' &&
         breaker.msUntilProbe() === 0 &&
@@ -247,7 +298,7 @@ export class GuardedStore implements Store {
         const key = probeKey(shard.lastKey);
         if (this.shardOf(key) === id) {
           // The outcome lands on the breaker (and in #report); nobody waits for it.
-          this.#call(breaker, tokenBucketRelease, key, PROBE, { background: true }).catch(() => {});
+          this.#call(shard, tokenBucketRelease, key, PROBE, { background: true }).catch(() => {});
         }
       }
     }
@@ -258,11 +309,12 @@ export class GuardedStore implements Store {
     return this.inner.shardOf?.(key) ?? '';
   }
 
-  /** Stops the probe timer (the limiter is closing); calls still pass through. */
+  /** Stops the probe timer (the limiter is closing) and lets every waiter go; calls still pass through. */
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
+    for (const shard of this.#shards.values()) this.#release(shard);
   }
 
   close(): Promise<void> {

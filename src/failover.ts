@@ -234,12 +234,26 @@ export class Failover {
     return this.#flushing;
   }
 
+  /** The limiter closed: debts still pending will never be written back, and are counted so. */
+  abandonDebts(): void {
+    for (const s of this.#debts) {
+      this.stats.tokensNotWrittenBack += s.owed;
+      s.owed = 0;
+    }
+    this.#debts.clear();
+  }
+
   async #drain(): Promise<void> {
     this.#flushedAt = this.#now();
-    // Debts of a shard still suspended wait for a later flush.
+    // Debts of a shard still suspended wait for a later flush. Asked again for each debt: of a
+    // shard whose probe is due, the first debt is the probe and the others wait for its outcome
+    // instead of being refused by the breaker one by one.
     const due = [...this.#debts].filter((s) => this.store.wouldPass(s.storageKey));
     for (let i = 0; i < due.length; i += DRAIN_SLICE) {
-      await Promise.all(due.slice(i, i + DRAIN_SLICE).map((s) => this.#writeBack(s)));
+      const sent = due
+        .slice(i, i + DRAIN_SLICE)
+        .map((s) => (this.store.wouldPass(s.storageKey) ? this.#writeBack(s) : undefined));
+      await Promise.all(sent);
     }
   }
 

@@ -938,6 +938,8 @@ export class Limiter {
       this.#table.clear(); // dispose returns each state's unused tokens
       await this.#settle();
       await this.#failover.flush(); // what a fallback admitted, if the store is back
+      this.#failover.abandonDebts(); // what it could not write back is counted, not dropped
+      this.#closingStore.closed();
       this.#failover.store.stop(); // no background breaker probes after close
       this.#telemetry.close();
     })();
