@@ -293,7 +293,8 @@ export class GuardedStore implements Store {
       } else if (
         breaker.state === 'open' &&
         breaker.msUntilProbe() === 0 &&
-        now - shard.askedAt >= this.coolDownMs
+        now - shard.askedAt >= this.coolDownMs &&
+        shard.waiters.length === 0 // a waiter's call is the probe
       ) {
         const key = probeKey(shard.lastKey);
         if (this.shardOf(key) === id) {
