@@ -15,6 +15,13 @@ import type { KeyState } from './engines/engine.js';
 import type { Rule } from './policy.js';
 import { storageKey } from './stores/keys.js';
 
+/**
+ * `lruTouch` of a disposed state. An integer, as every other value of the field: NaN made V8 widen
+ * the field of every state (a new hidden class each state migrated to one by one), which took ~4.7 µs
+ * per disposed state, 0.44 s of a close() of 94 000 keys.
+ */
+const DISPOSED = -1;
+
 export interface KeyTableOptions {
   /** Most states tracked; the least recently used is evicted. */
   maxKeys: number;
@@ -97,7 +104,7 @@ export class KeyTable {
         }
         this.#multiCount = 0;
         this.#disposals++;
-        state.lruTouch = Number.NaN; // supersedes its refreshes not yet made
+        state.lruTouch = DISPOSED; // supersedes its refreshes not yet made
         state.nextCheck = undefined; // a disposed state keeps no other alive
         const keys = this.#byKey.get(state.rule);
         if (keys?.get(state.key) === state) keys.delete(state.key);
@@ -128,13 +135,8 @@ export class KeyTable {
   stateAfter(previous: KeyState, rule: Rule, key: string): KeyState {
     if (this.#lastRule === rule && this.#lastKey === key) return this.#lastState!;
     const linked = previous.nextCheck;
-    // A disposed state's `lruTouch` is NaN: it is in no index any more.
-    if (
-      linked !== undefined &&
-      linked.rule === rule &&
-      linked.key === key &&
-      !Number.isNaN(linked.lruTouch)
-    ) {
+    // A disposed state's `lruTouch` is `DISPOSED`: it is in no index any more.
+    if (linked !== undefined && linked.rule === rule && linked.key === key && linked.lruTouch !== DISPOSED) {
       return this.#used(rule, key, linked);
     }
     const state = this.#used(rule, key, this.#byRule(rule).get(key));

@@ -6,7 +6,7 @@
  * A hand-back the breaker would refuse now waits for the breaker's next probe instead, at the
  * deadline every call still waiting fails at once, and fail-policy debts left unwritten are
  * counted in `tokensNotWrittenBack` (before, dropped uncounted). 10 000 keys keep the file quick;
- * at ~94 000 close() still outlasts the bound (see docs/operations.md).
+ * at ~94 000 (`TOKENLEASE_CLOSE_KEYS=94000`) see docs/operations.md.
  */
 import { describe, expect, it } from 'vitest';
 import { Limiter, RedisStore } from '../../src/index.js';
@@ -15,7 +15,9 @@ import { privateRedis } from '../support/privateRedis.js';
 // A server of its own: it is paused, then killed.
 const redis = privateRedis();
 
-const KEYS = Array.from({ length: 10_000 }, (_, i) => `k${i}`);
+/** 10 000 keep the file quick; `TOKENLEASE_CLOSE_KEYS=94000` gives the figure docs/operations.md quotes. */
+const KEY_COUNT = Number(process.env.TOKENLEASE_CLOSE_KEYS ?? 10_000);
+const KEYS = Array.from({ length: KEY_COUNT }, (_, i) => `k${i}`);
 /** Keys first seen during the outage: the fail policy admits them, and owes the store a debit. */
 const NEW_KEYS = Array.from({ length: 2_000 }, (_, i) => `n${i}`);
 const TIMEOUT_MS = 100;
@@ -112,7 +114,7 @@ describe('close() while the store is unreachable', () => {
     // Nothing is answered before the pause ends, the store's close included.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, pausedUntil - performance.now())));
     await store.close();
-  }, 30_000);
+  }, 120_000);
 
   it('Redis stopped: waits for the breaker probes, not every 25 ms, and keeps its bound', async () => {
     const { store, limiter } = await limiterWithLeases();
@@ -141,5 +143,5 @@ describe('close() while the store is unreachable', () => {
       stats.fallbackDecisions - stats.tokensWrittenBack,
     );
     await store.close();
-  }, 30_000);
+  }, 120_000);
 });
