@@ -20,9 +20,8 @@ const RETRY_MS = 25;
  * `close()` waits on timers, and a simulator's virtual clock does not move while it waits.
  */
 export class ClosingStore implements Store {
-  #deadline: number | undefined;
-  /** Resolves at the deadline: what still waits then gives up. */
-  #expired: Promise<void> | undefined;
+  /** Set by `closing()`: the deadline, and a promise resolved then (what still waits gives up). */
+  #close: { readonly deadline: number; readonly expired: Promise<void> } | undefined;
   #timer: NodeJS.Timeout | undefined;
   readonly #gaveUp: StoreUnavailableError;
 
@@ -37,11 +36,12 @@ export class ClosingStore implements Store {
 
   /** `close()` has started: calls may take until `closeTimeoutMs` from now. */
   closing(): void {
-    if (this.#deadline !== undefined) return;
-    this.#deadline = performance.now() + this.closeTimeoutMs;
-    this.#expired = new Promise((resolve) => {
+    if (this.#close !== undefined) return;
+    const deadline = performance.now() + this.closeTimeoutMs;
+    const expired = new Promise<void>((resolve) => {
       this.#timer = setTimeout(resolve, this.closeTimeoutMs);
     });
+    this.#close = { deadline, expired };
   }
 
   /** `close()` is done: nothing waits for the deadline any more. */
@@ -55,9 +55,10 @@ export class ClosingStore implements Store {
     req: Req,
     options?: RunOptions,
   ): Promise<Res> {
+    const close = this.#close;
+    if (close === undefined) return this.inner.run(op, key, req, options);
     for (;;) {
-      const left = this.#deadline === undefined ? 0 : this.#deadline - performance.now();
-      if (this.#expired === undefined) return this.inner.run(op, key, req, options);
+      const left = close.deadline - performance.now();
       // Not even tried while the breaker would refuse it: each refusal builds an error of its own
       // (its stack trace), which for ~94 000 keys took ~0.5 s of CPU, past the deadline.
       if (left <= 0) {
@@ -65,7 +66,7 @@ export class ClosingStore implements Store {
         return this.inner.run(op, key, req, options);
       }
       if (!this.inner.wouldPass(key)) {
-        await this.#whenPassable(this.inner.whenPassable(key));
+        await this.#whenPassable(this.inner.whenPassable(key), close.expired);
         continue;
       }
       try {
@@ -76,14 +77,14 @@ export class ClosingStore implements Store {
           this.inner.suspended(key)
             ? this.inner.whenPassable(key)
             : new Promise((resolve) => setTimeout(resolve, RETRY_MS)),
+          close.expired,
         );
       }
     }
   }
 
-  /** Waits for `passable`, or throws the shared error if the deadline comes first. */
-  async #whenPassable(passable: Promise<unknown>): Promise<void> {
-    const expired = this.#expired ?? Promise.resolve();
+  /** Waits for `passable`, or throws the shared error if the deadline (`expired`) comes first. */
+  async #whenPassable(passable: Promise<unknown>, expired: Promise<void>): Promise<void> {
     const woke = await Promise.race([passable.then(() => true), expired.then(() => false)]);
     if (!woke) throw this.#gaveUp;
   }
