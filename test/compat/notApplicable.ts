@@ -1,11 +1,25 @@
 import { it } from 'vitest';
 
+/** An upstream test that cannot apply to tokenlease, and why. */
+export interface NotApplicable {
+  name: string;
+  reason: string;
+}
+
 /**
- * An upstream test that cannot apply to tokenlease, kept in the suite under its own name with the
- * reason, and reported as skipped (never counted as passed).
+ * The not-applicable tests of the ported files evaluated so far in this worker. They are data, not
+ * skipped tests: a skipped test reads as a hidden failure. test/compat/notApplicable.test.ts
+ * evaluates every ported file to fill it and checks docs/migrating.md's counts against it.
+ */
+export const notApplicableTests: NotApplicable[] = [];
+
+/**
+ * An upstream test that cannot apply to tokenlease, kept in the ported file under its own name with
+ * the reason, beside the tests it stood between upstream. It declares no test (never counted as
+ * passed); the name and reason go to {@link notApplicableTests}.
  */
 export function notApplicable(name: string, reason: string): void {
-  it.skip(`${name} [not applicable: ${reason}]`, () => {});
+  notApplicableTests.push({ name, reason });
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { afterEach, describe, it, vi } from 'vitest';
+import { notApplicable } from '../notApplicable.js';
 
 export { describe };
 
@@ -19,7 +20,7 @@ type Body = (t: TestContext) => unknown;
 export function test(name: string, options: Body | { skip?: boolean }, body?: Body): void {
   const fn = typeof options === 'function' ? options : body!;
   if (typeof options === 'object' && options.skip) {
-    it.skip(`${name} [skipped upstream]`, () => {});
+    notApplicable(name, 'skipped upstream');
     return;
   }
   it(name, nodeBody(fn));
