@@ -310,12 +310,17 @@ export class GuardedStore implements Store {
     return this.inner.shardOf?.(key) ?? '';
   }
 
+  /** Lets every waiter of every shard go (a closing limiter's deadline passed): each asks again. */
+  wakeWaiters(): void {
+    for (const shard of this.#shards.values()) this.#release(shard);
+  }
+
   /** Stops the probe timer (the limiter is closing) and lets every waiter go; calls still pass through. */
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
-    for (const shard of this.#shards.values()) this.#release(shard);
+    this.wakeWaiters();
   }
 
   close(): Promise<void> {

@@ -24,6 +24,7 @@ import {
   TokenleaseError,
 } from './errors.js';
 import { Failover } from './failover.js';
+import { InFlight } from './inFlight.js';
 import { KeyTable } from './keyTable.js';
 import type { LimiterStats, Observer } from './observe/events.js';
 import type { HeavyHitter } from './observe/spaceSaving.js';
@@ -380,7 +381,8 @@ export class Limiter {
   #lastRead = Number.NaN;
   /** The working arrays of multi-rule consumes; undefined while one is deciding. */
   #scratch: Scratch | undefined = newScratch();
-  readonly #pending = new Set<Promise<unknown>>();
+  /** Background store calls `close()` waits for. */
+  readonly #pending = new InFlight();
   /** `describe`'s answers by rule, with the window each holds for. */
   readonly #described = new Map<Rule, { window: number; description: PolicyDescription & HeaderFacts }>();
   readonly #timer: NodeJS.Timeout | undefined;
@@ -473,7 +475,7 @@ export class Limiter {
       fleet: () => this.#fleet,
       breaker: options.breaker ?? {},
       maxKeys,
-      track: (work) => this.#track(work),
+      track: (work) => this.#pending.track(work),
       onBreaker: (state) => telemetry.breaker(state),
     });
     this.#failover = failover;
@@ -493,7 +495,7 @@ export class Limiter {
       },
       stats: this.#stats,
       nextId: () => `${instanceId}.${(ids++).toString(36)}`,
-      track: (promise) => this.#track(promise),
+      track: (promise) => this.#pending.track(promise),
       peek: (id) => this.#table.peek(id),
       pin: (state) => this.#table.pin(state),
       unpin: (state) => this.#table.unpin(state),
@@ -934,9 +936,9 @@ export class Limiter {
       // What close hands back goes to the store at once: its batches bound what is in flight, and
       // 32 at a time could not hand a long tail of keys back within closeTimeoutMs.
       this.#shared.gate.concurrency = Number.POSITIVE_INFINITY;
-      await this.#settle();
+      await this.#pending.settled();
       this.#table.clear(); // dispose returns each state's unused tokens
-      await this.#settle();
+      await this.#pending.settled();
       await this.#failover.flush(); // what a fallback admitted, if the store is back
       this.#failover.abandonDebts(); // what it could not write back is counted, not dropped
       this.#closingStore.closed();
@@ -944,10 +946,6 @@ export class Limiter {
       this.#telemetry.close();
     })();
     return this.#closing;
-  }
-
-  async #settle(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 
   /** The rule named `name`; with `method`, one whose algorithm answers that method. */
@@ -1065,12 +1063,6 @@ export class Limiter {
       .finally(() => {
         this.#beating = false;
       });
-    this.#track(beat);
-  }
-
-  #track(promise: Promise<unknown>): void {
-    const tracked = promise.catch(() => {});
-    this.#pending.add(tracked);
-    tracked.finally(() => this.#pending.delete(tracked));
+    this.#pending.track(beat);
   }
 }

@@ -172,9 +172,12 @@ export function storeCall<S, Req, Res>(
   options: RunOptions = {},
 ): Promise<Res> {
   ctx.stats.storeCalls++;
-  const call = options.background
-    ? ctx.gate(() => ctx.store.run(op, storageKey, req, options))
-    : ctx.store.run(op, storageKey, req);
+  // A closing limiter lifts the gate (its store's batches bound what is in flight): its calls go
+  // straight on, without a queue entry each.
+  const call =
+    options.background && !ctx.closed
+      ? ctx.gate(() => ctx.store.run(op, storageKey, req, options))
+      : ctx.store.run(op, storageKey, req, options.background ? options : undefined);
   return call.catch((err: unknown) => {
     ctx.stats.storeErrors++;
     throw err;
