@@ -23,7 +23,8 @@ export class ClosingStore implements Store {
   /**
    * Set by `closing()`: the deadline, and whether its timer has fired. The flag, not the time,
    * says that nothing may wait any more: a timer can fire a little before `performance.now()`
-   * reaches the deadline, and a call that started waiting then would never be woken.
+   * reaches the deadline, and a call that started waiting then would wait past it, for the
+   * breaker's next probe.
    */
   #close: { readonly deadline: number; expired: boolean } | undefined;
   #timer: NodeJS.Timeout | undefined;
