@@ -105,9 +105,9 @@ local function bucket_lent_reply(lent, lent_until, now)
 end
 
 -- Write-behind allowance: port of allowanceFrom() in src/algorithms/allowance.ts.
-local function allowance_from(room, capacity, base, allowance, fleet, min, want)
+local function allowance_from(room, capacity, pool, allowance, fleet, min, want)
   if allowance <= 0 or fleet < 1 or room < capacity / 2 then return 0 end
-  local granted = math.min(allowance, math.floor((room - base) / (2 * fleet)))
+  local granted = math.min(allowance, math.floor(pool / (2 * fleet)))
   if granted < math.max(1, min, want) then return 0 end
   return granted
 end

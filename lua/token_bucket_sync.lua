@@ -26,7 +26,7 @@ local refilled, ts, held, held_until = bucket_level(bucket, now, rate, period, b
 -- Reported usage is charged in full, wherever leases left the level: those tokens were admitted.
 local settled = math.min(burst, refilled + returned)
 local level = settled - used
-local granted_allowance = allowance_from(level, burst, 0, allowance, fleet, min, want)
+local granted_allowance = allowance_from(level, burst, level >= (3 * burst) / 4 and burst or level, allowance, fleet, min, want)
 local granted = 0
 if granted_allowance == 0 and want > 0 then
   local room = level + ahead

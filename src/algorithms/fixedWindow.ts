@@ -167,7 +167,7 @@ export function sync(
   const count = req.window === found.window ? settled(found.used, req) : undefined;
   const c = count === undefined ? found : { ...found, used: count };
   const room = ask.limit - c.used;
-  const allowance = allowanceFrom(room, ask.limit, ask.limit / 2, ask);
+  const allowance = allowanceFrom(room, ask.limit, room - ask.limit / 2, ask);
   const leasing = allowance === 0 && ask.want > 0;
   const granted = leasing ? grantFrom(room, ask.want, ask.min) : 0;
   const result = withAllowance(answer(c, room, granted, leasing && granted === 0), allowance);

@@ -200,7 +200,7 @@ export function sync(
   const rolled = roll(state, indexAt(state, now, req.windowMs));
   const s = settle(rolled, req);
   const m = measure(s, now, ask);
-  const allowance = allowanceFrom(m.room, ask.limit, ask.limit / 2, ask);
+  const allowance = allowanceFrom(m.room, ask.limit, m.room - ask.limit / 2, ask);
   const leasing = allowance === 0 && ask.want > 0;
   const granted = leasing ? grantFrom(reach(m, ask), ask.want, ask.min) : 0;
   const result = withAllowance(answer(s, now, m, granted, leasing && granted === 0, ask), allowance);

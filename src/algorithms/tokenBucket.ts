@@ -257,8 +257,9 @@ export interface SyncRequest extends TokenBucketShape {
 export interface SyncResult extends AcquireResult {
   /**
    * Tokens the instance may admit on its own before its next sync, taken from nothing: they are
-   * debited when reported (`used`). At most the level over twice the fleet, so however the
-   * instances of a fleet spend their allowances at once they take at most half of what was left.
+   * debited when reported (`used`). At most the burst over twice the fleet (`allowanceFrom`),
+   * granted only from half full, so however the instances of a fleet spend their allowances at once
+   * they take at most half the burst, never more than was left when the last of them was granted.
    */
   readonly allowance: number;
 }
@@ -267,7 +268,7 @@ export interface SyncResult extends AcquireResult {
  * One instance's dialogue with a bucket in one step: settle what it admitted and what it hands
  * back, then grant an allowance when the bucket is far from empty, else a lease as `acquire` does.
  *
- * Over the limit: an allowance is `level / (2 * fleet)`, granted only while the bucket is at least
+ * Over the limit: an allowance is `burst / (2 * fleet)` (`level / (2 * fleet)` below three quarters full), granted only while the bucket is at least
  * half full and only where it covers `max(1, min, want)` (an instance whose demand it serves as
  * well as a lease would; `allowanceFrom`). Every instance's allowance is replaced (not added to) at
  * its next sync, so the tokens admitted under allowances and not yet reported never exceed half
@@ -284,7 +285,7 @@ export function sync(
   // Reported usage is charged in full, wherever leases left the level: those tokens were admitted.
   const settled = Math.min(req.burst, refilled + req.returned);
   const level = settled - req.used;
-  const allowance = allowanceFrom(level, req.burst, 0, req);
+  const allowance = allowanceFrom(level, req.burst, level >= (3 * req.burst) / 4 ? req.burst : level, req);
   let granted = 0;
   if (allowance === 0 && req.want > 0) {
     const room = level + req.ahead;

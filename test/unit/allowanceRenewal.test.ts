@@ -36,7 +36,8 @@ describe('allowance renewal', () => {
     const { clock, a, leaser, members } = await fleetOfFour();
     for (let i = 0; i < 40; i++) expect((await leaser.consume('p', 'k')).allowed).toBe(true);
     await leaser.close();
-    // The level is 60, A's allowance floor(59 / 8) = 7: renewed when 1.75 are left.
+    // The level is 60, below three quarters: A's allowance is sized on it, floor(59 / 8) = 7,
+    // renewed when 1.75 are left.
     expect(await requestsBeforeRenewal(a, clock)).toBe(1 + 6);
     await Promise.all(members.map((m) => m.close()));
   });
