@@ -177,7 +177,7 @@ export function storeCall<S, Req, Res>(
   const call =
     options.background && !ctx.closed
       ? ctx.gate(() => ctx.store.run(op, storageKey, req, options))
-      : ctx.store.run(op, storageKey, req, options.background ? options : undefined);
+      : ctx.store.run(op, storageKey, req, options);
   return call.catch((err: unknown) => {
     ctx.stats.storeErrors++;
     throw err;
