@@ -265,12 +265,19 @@ export interface SyncResult extends AcquireResult {
 }
 
 /**
+ * From this share of the burst up, allowances are sized on the burst rather than the level
+ * (`allowanceFrom`; lua/token_bucket_sync.lua has the same threshold).
+ */
+const ALLOWANCE_ON_BURST_FROM = 3 / 4;
+
+/**
  * One instance's dialogue with a bucket in one step: settle what it admitted and what it hands
  * back, then grant an allowance when the bucket is far from empty, else a lease as `acquire` does.
  *
- * Over the limit: an allowance is `burst / (2 * fleet)` (`level / (2 * fleet)` below three quarters full), granted only while the bucket is at least
- * half full and only where it covers `max(1, min, want)` (an instance whose demand it serves as
- * well as a lease would; `allowanceFrom`). Every instance's allowance is replaced (not added to) at
+ * Over the limit: an allowance is `burst / (2 * fleet)` (`level / (2 * fleet)` below
+ * `ALLOWANCE_ON_BURST_FROM` of the burst), granted only while the bucket is at least half full and
+ * only where it covers `max(1, min, want)` (an instance whose demand it serves as well as a lease
+ * would; `allowanceFrom`). Every instance's allowance is replaced (not added to) at
  * its next sync, so the tokens admitted under allowances and not yet reported never exceed half
  * the burst, as long as `fleet` is at least the number of instances: that is the most the fleet
  * can admit beyond the exact bucket, and the refill pays it back. Reported usage may take the level below zero (below
@@ -285,7 +292,8 @@ export function sync(
   // Reported usage is charged in full, wherever leases left the level: those tokens were admitted.
   const settled = Math.min(req.burst, refilled + req.returned);
   const level = settled - req.used;
-  const allowance = allowanceFrom(level, req.burst, level >= (3 * req.burst) / 4 ? req.burst : level, req);
+  const pool = level >= ALLOWANCE_ON_BURST_FROM * req.burst ? req.burst : level;
+  const allowance = allowanceFrom(level, req.burst, pool, req);
   let granted = 0;
   if (allowance === 0 && req.want > 0) {
     const room = level + req.ahead;
