@@ -41,6 +41,8 @@ export interface GatewayDecision {
   retryAfterMs: number;
   /** The enforced checks (one for a single policy, one per matching rule with plans). */
   checks: CheckResult[];
+  /** Decided without a store call for this request (leased tokens, a remembered denial). */
+  local: boolean;
 }
 
 /** A gateway's limiting in front of one `Limiter`: what a request meets and how it is decided. */
@@ -86,6 +88,7 @@ export function singlePolicy(policy: PolicyConfig, field = 'policy'): Deployment
         allowed: d.allowed,
         retryAfterMs: d.retryAfterMs,
         checks: [{ policy: POLICY, key: req.key, cost: req.cost, remaining: d.remaining, limit: d.limit }],
+        local: d.source === 'lease',
       };
     },
   };
@@ -137,7 +140,9 @@ export function plansFile(path: string, mapPolicy: (p: PolicyConfig) => PolicyCo
         const outcome = await core.check(req);
         const info = outcome.info;
         const checks: CheckResult[] = [];
+        let local = true;
         for (const r of info?.rules ?? []) {
+          if (r.decision && r.decision.source !== 'lease') local = false;
           if (r.enforced && r.decision) {
             checks.push({
               policy: r.policy,
@@ -152,6 +157,7 @@ export function plansFile(path: string, mapPolicy: (p: PolicyConfig) => PolicyCo
           allowed: outcome.action === 'next',
           retryAfterMs: info?.retryAfterMs ?? 0,
           checks,
+          local,
         };
       };
     },

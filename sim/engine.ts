@@ -9,7 +9,7 @@ import {
   type SimRequest,
   singlePolicy,
 } from './deployment.js';
-import { LatencyStore, type SyncStore } from './latencyStore.js';
+import { drawRoundTrip, LatencyStore, type Link, type SyncStore } from './latencyStore.js';
 import { policyModel } from './policies.js';
 import { exponential, stream, WeightedPicker, zipfWeights } from './random.js';
 import { loadAt, meanCost, peakLoad, type Scenario } from './scenario.js';
@@ -105,6 +105,7 @@ export interface RunRecord {
 interface Instance {
   record: Omit<InstanceRecord, 'stats'>;
   limiter: Limiter;
+  link: Link;
   gateway: (req: SimRequest) => Promise<GatewayDecision>;
 }
 
@@ -121,6 +122,7 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
   const random = (label: string) => stream(scenario.seed, label);
   const retryRandom = random('retry');
   const scaleRandom = random('scale');
+  const referenceLatency = random('reference-latency');
   const series = new TimeSeries(replay ? undefined : scenario.durationMs);
 
   const shared = new LatencyStore(
@@ -182,8 +184,9 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
   const closing: Promise<void>[] = [];
   const balancer = createBalancer(scenario.balancer, random('balancer'));
   const join = (name: string | null): Instance => {
+    const link = shared.link();
     const limiter = new Limiter({
-      store: shared.link(),
+      store: link,
       policies: deployment.policies,
       now: clock.now,
       sweepIntervalMs: 0,
@@ -200,6 +203,7 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
         admittedTokens: 0,
       },
       limiter,
+      link,
       gateway: deployment.gateway(limiter),
     };
     all.push(instance);
@@ -273,7 +277,39 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
     const client = clientRecord(req.key);
     client.requests++;
     client.offeredTokens += req.cost;
-    const exact = reference(req).then((d) => {
+    const instance = pickInstance(req);
+    instance.record.decisions++;
+    // The exact reference decides when the fleet does: when the request's call reaches the store
+    // (half the round trip of the batch the instance sends at this instant), or as soon as the
+    // instance answers from local state (a lease, a remembered denial). Both then read the time at
+    // the same point: decided at the request instead, a request just before a window boundary
+    // could count in one window for the reference and in the next for an exact fleet.
+    const cluster = instance.gateway(req);
+    const decided = new Promise<GatewayDecision>((resolve, reject) => {
+      let asked = false;
+      const decide = () => {
+        if (asked) return;
+        asked = true;
+        reference(req).then(resolve, reject);
+      };
+      cluster.then(
+        (d) => d.local && decide(),
+        () => {},
+      );
+      const sent = instance.link.batchRoundTripMs();
+      if (sent !== undefined) clock.after(sent / 2, decide);
+      // A local answer comes within this instant. A request still undecided at its end (waiting on
+      // a lease in flight) is decided when its call would arrive: in this instant's batch if the
+      // instance sent one, else after a round trip drawn from a stream of its own, so the fleet's
+      // latencies stay as they were.
+      else
+        clock.after(0, () => {
+          if (asked) return;
+          const rtt = instance.link.batchRoundTripMs() ?? drawRoundTrip(scenario.latency, referenceLatency);
+          clock.after(rtt / 2, decide);
+        });
+    });
+    const exact = decided.then((d) => {
       if (d.allowed) {
         const t = clock.now();
         record.exactRequests++;
@@ -288,24 +324,28 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
       }
       return d;
     });
-    const instance = pickInstance(req);
-    instance.record.decisions++;
-    const cluster = instance.gateway(req);
-    Promise.all([exact, cluster]).then(
-      ([e, c]) => onDecision(req, client, instance, e, c),
+    // The client hears the cluster's answer and retries on it alone, so the moment the reference
+    // decides at moves no request of the stream.
+    cluster.then(
+      (c) => onCluster(req, client, instance, c),
       () => {
         record.failed++;
       },
     );
+    Promise.all([exact, cluster]).then(
+      ([e, c]) => {
+        if (c.allowed || !e.allowed) return;
+        if (e.checks.every((x) => x.remaining >= NEAR_EMPTY_FRACTION * x.limit)) {
+          record.deniedBelowLimit++;
+          client.deniedBelowLimit++;
+          for (const x of e.checks) checkRecord(x).deniedBelowLimit++;
+        }
+      },
+      () => {},
+    );
   };
 
-  const onDecision = (
-    req: SimRequest,
-    client: ClientRecord,
-    instance: Instance,
-    exact: GatewayDecision,
-    cluster: GatewayDecision,
-  ) => {
+  const onCluster = (req: SimRequest, client: ClientRecord, instance: Instance, cluster: GatewayDecision) => {
     const now = clock.now();
     if (cluster.allowed) {
       record.admittedRequests++;
@@ -320,11 +360,6 @@ export async function simulate(scenario: Scenario, options: RunOptions = {}): Pr
         r.envelope?.add(now, c.cost);
       }
       return;
-    }
-    if (exact.allowed && exact.checks.every((c) => c.remaining >= NEAR_EMPTY_FRACTION * c.limit)) {
-      record.deniedBelowLimit++;
-      client.deniedBelowLimit++;
-      for (const c of exact.checks) checkRecord(c).deniedBelowLimit++;
     }
     const retry = replay ? undefined : scenario.traffic.retry;
     if (!retry || req.attempt >= retry.maxRetries) return;

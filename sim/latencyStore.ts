@@ -17,6 +17,21 @@ function isSync(store: SyncStore | Store): store is SyncStore {
   return typeof (store as Partial<SyncStore>).runSync === 'function';
 }
 
+/** One gateway's connection to the shared store. */
+export interface Link extends Store {
+  /**
+   * The round trip of the batch this gateway has sent at the current virtual instant (every call
+   * it makes at one instant travels in it, as RedisStore sends one event-loop turn's calls in one
+   * batch); undefined when it has made no call at this instant.
+   */
+  batchRoundTripMs(): number | undefined;
+}
+
+/** One round trip drawn from the model, in ms. */
+export function drawRoundTrip(latency: LatencyModel, random: () => number): number {
+  return latency.meanMs * (1 + latency.jitter * (2 * random() - 1));
+}
+
 /**
  * A shared store seen through a network: the operation applies half a round trip after the call
  * and the reply arrives half a round trip later, so lease requests from instances race as they do
@@ -39,27 +54,39 @@ export class LatencyStore implements Store {
   ) {}
 
   /**
-   * One gateway's connection to the shared store. Its calls made at the same virtual instant (one
-   * event-loop turn) count as one round trip, as RedisStore sends them in one batch.
+   * One gateway's connection. Its calls made at the same virtual instant (one event-loop turn) are
+   * one batch: they count as one round trip and share its latency, drawn at its first call.
    */
-  link(): Store {
-    let lastInstant = Number.NaN;
+  link(): Link {
+    let batchAt = Number.NaN;
+    let batchRtt = 0;
     return {
+      batchRoundTripMs: () => (batchAt === this.clock.now() ? batchRtt : undefined),
       run: (op, key, req, options) => {
-        if (this.clock.now() !== lastInstant) {
-          lastInstant = this.clock.now();
+        if (this.clock.now() !== batchAt) {
+          batchAt = this.clock.now();
+          batchRtt = drawRoundTrip(this.latency, this.random);
           this.calls.roundTrips++;
         }
-        return this.run(op, key, req, options);
+        return this.#send(op, key, req, options, batchRtt);
       },
       close: async () => {},
     };
   }
 
   run<S, Req, Res>(op: Operation<S, Req, Res>, key: string, req: Req, options?: RunOptions): Promise<Res> {
+    return this.#send(op, key, req, options, drawRoundTrip(this.latency, this.random));
+  }
+
+  #send<S, Req, Res>(
+    op: Operation<S, Req, Res>,
+    key: string,
+    req: Req,
+    options: RunOptions | undefined,
+    rtt: number,
+  ): Promise<Res> {
     this.calls.count++;
     this.onCall();
-    const rtt = this.latency.meanMs * (1 + this.latency.jitter * (2 * this.random() - 1));
     const inner = this.inner;
     return new Promise((resolve, reject) => {
       const reply = (result: Res) => this.clock.after(rtt / 2, () => resolve(result));

@@ -68,8 +68,7 @@ Run:
 Exit status: 0 when every check passed, 1 when a scenario missed a check, 2 on bad options. The
 suite's targets are for its scenarios as defined: with your policy or plans, or another
 --instances, --balancer, --duration or --max-fraction, the checks are the bounds the design
-guarantees, and an exact policy must match the exact limiter exactly (an exact fixed window can
-miss by a token per key at window boundaries: docs/simulator.md). A scenario marked
+guarantees, and an exact policy must match the exact limiter exactly. A scenario marked
 pending (its targets belong to open work) reports missed targets without failing the run unless
 --strict.`;
 

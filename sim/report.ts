@@ -366,8 +366,8 @@ function targetsAndBounds(scenario: Scenario, s: Summary): Check[] {
     });
   }
   // The same target holds at every moment after the warm-up, not only at the end. Not for exact
-  // mode (a 0 % target): its decisions are the reference's, only heard a round trip later, so the
-  // drift over the run measures requests in flight, and the final drift already checks them all.
+  // mode (a 0 % target): its decisions are the reference's, only heard half a round trip later, so
+  // the drift over the run measures requests in flight, and the final drift already checks them all.
   if (expect.maxAbsDriftPct !== undefined && expect.maxAbsDriftPct > 0) {
     const worst = s.worstDrift;
     const worstOk = worst === null || Math.abs(worst.pct) <= expect.maxAbsDriftPct;
