@@ -23,7 +23,7 @@ local count = nil
 if window == c.window then count = window_settled(c.used, used, returned) end
 if count ~= nil then c.used = count end
 local room = limit - c.used
-local granted_allowance = allowance_from(room, limit, room - limit / 2, allowance, fleet, min, want)
+local granted_allowance = window_allowance_from(room, limit, allowance, fleet, min, want)
 local leasing = granted_allowance == 0 and want > 0
 local granted = 0
 if leasing then granted = grant_from(room, want, min) end

@@ -112,6 +112,11 @@ local function allowance_from(room, capacity, pool, allowance, fleet, min, want)
   return granted
 end
 
+-- A window's allowance: port of windowAllowanceFrom() in src/algorithms/allowance.ts.
+local function window_allowance_from(room, limit, allowance, fleet, min, want)
+  return allowance_from(room, limit, room - limit / 2, allowance, fleet, min, want)
+end
+
 -- Windowed counters: ports of src/algorithms/window.ts.
 
 -- Slice size for a grant of `min` up to `want` from `room` tokens left (grantFrom()).

@@ -32,7 +32,7 @@ elseif window == s.window - 1 then
   if previous ~= nil then s.previous, settles = previous, true end
 end
 local m = sliding_window_measure(s, now, req)
-local granted_allowance = allowance_from(m.room, req.limit, m.room - req.limit / 2, allowance, fleet, req.min, req.want)
+local granted_allowance = window_allowance_from(m.room, req.limit, allowance, fleet, req.min, req.want)
 local leasing = granted_allowance == 0 and req.want > 0
 local granted = 0
 if leasing then granted = grant_from(sliding_window_reach(m, req), req.want, req.min) end

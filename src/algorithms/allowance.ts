@@ -40,3 +40,11 @@ export function allowanceFrom(room: number, capacity: number, pool: number, ask:
   const allowance = Math.min(ask.allowance, Math.floor(pool / (2 * ask.fleet)));
   return allowance < Math.max(1, ask.min, ask.want) ? 0 : allowance;
 }
+
+/**
+ * A window's allowance (fixed or sliding): `allowanceFrom` with the room above half the limit as
+ * its pool, so allowances shrink to nothing by the time leases take the rest (see above).
+ */
+export function windowAllowanceFrom(room: number, limit: number, ask: AllowanceAsk): number {
+  return allowanceFrom(room, limit, room - limit / 2, ask);
+}

@@ -11,7 +11,7 @@
  * The Lua in `lua/fixed_window_acquire.lua`, `lua/fixed_window_release.lua` and
  * `lua/fixed_window_sync.lua` (with helpers in `lua/prelude.lua`) is a line-by-line port.
  */
-import { allowanceFrom } from './allowance.js';
+import { windowAllowanceFrom } from './allowance.js';
 import { type Estimate, unchanged } from './estimate.js';
 import type { Transition } from './transition.js';
 import {
@@ -145,7 +145,7 @@ export function acquire(
  * refuses until it ends.
  *
  * Over the limit (write-behind): an allowance is
- * `min(req.allowance, floor((room - limit / 2) / (2 * fleet)))` (`allowanceFrom`),
+ * `min(req.allowance, floor((room - limit / 2) / (2 * fleet)))` (`windowAllowanceFrom`),
  * granted only while `room >= limit / 2` and only where it covers `max(1, min, want)`; every
  * instance's allowance is replaced (not added to) at its next sync and dies with its window. With
  * `fleet` at least the number of instances N, the tokens a window admits are at most
@@ -167,7 +167,7 @@ export function sync(
   const count = req.window === found.window ? settled(found.used, req) : undefined;
   const c = count === undefined ? found : { ...found, used: count };
   const room = ask.limit - c.used;
-  const allowance = allowanceFrom(room, ask.limit, room - ask.limit / 2, ask);
+  const allowance = windowAllowanceFrom(room, ask.limit, ask);
   const leasing = allowance === 0 && ask.want > 0;
   const granted = leasing ? grantFrom(room, ask.want, ask.min) : 0;
   const result = withAllowance(answer(c, room, granted, leasing && granted === 0), allowance);

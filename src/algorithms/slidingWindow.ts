@@ -16,7 +16,7 @@
  * `lua/sliding_window_sync.lua` (with helpers in `lua/prelude.lua`) is a line-by-line port: keep
  * the arithmetic in the same order so both produce identical doubles.
  */
-import { allowanceFrom } from './allowance.js';
+import { windowAllowanceFrom } from './allowance.js';
 import { type Estimate, unchanged } from './estimate.js';
 import type { Transition } from './transition.js';
 import {
@@ -181,7 +181,7 @@ function settle(s: SlidingWindowState, req: WindowSyncRequest): SlidingWindowSta
  * report may take the estimate above the limit: the window then refuses until it has decayed.
  *
  * Over the limit (write-behind): an allowance is
- * `min(req.allowance, floor((room - limit / 2) / (2 * fleet)))` (`allowanceFrom`),
+ * `min(req.allowance, floor((room - limit / 2) / (2 * fleet)))` (`windowAllowanceFrom`),
  * granted only while the room (limit minus the estimate) is at least `limit / 2` and only where it
  * covers `max(1, min, want)`; every instance's allowance is replaced (not added to) at its next
  * sync and dies with its window. With `fleet` at least the number of instances N, each fixed window
@@ -200,7 +200,7 @@ export function sync(
   const rolled = roll(state, indexAt(state, now, req.windowMs));
   const s = settle(rolled, req);
   const m = measure(s, now, ask);
-  const allowance = allowanceFrom(m.room, ask.limit, m.room - ask.limit / 2, ask);
+  const allowance = windowAllowanceFrom(m.room, ask.limit, ask);
   const leasing = allowance === 0 && ask.want > 0;
   const granted = leasing ? grantFrom(reach(m, ask), ask.want, ask.min) : 0;
   const result = withAllowance(answer(s, now, m, granted, leasing && granted === 0, ask), allowance);
